@@ -1,0 +1,112 @@
+"""The slice of ``v1.Pod`` that the kubelet's resource managers read.
+
+Requests are already defaulted (a limit without a request makes the request equal to the limit, as the
+API server's defaulting does before the kubelet ever sees the pod).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from types import MappingProxyType
+
+from kubeletemu.quantity import Quantity
+
+RESTART_POLICY_ALWAYS = "Always"
+_QOS_RESOURCES = ("cpu", "memory")
+
+ResourceList = Mapping[str, Quantity]
+_EMPTY: ResourceList = MappingProxyType({})
+
+
+class QOSClass(StrEnum):
+    GUARANTEED = "Guaranteed"
+    BURSTABLE = "Burstable"
+    BEST_EFFORT = "BestEffort"
+
+
+@dataclass(frozen=True)
+class ResourceRequirements:
+    requests: ResourceList = field(default_factory=lambda: _EMPTY)
+    limits: ResourceList = field(default_factory=lambda: _EMPTY)
+
+
+@dataclass(frozen=True)
+class Container:
+    name: str
+    requests: ResourceList = field(default_factory=lambda: _EMPTY)
+    limits: ResourceList = field(default_factory=lambda: _EMPTY)
+    # Only meaningful for init containers: "Always" makes a restartable init container (a sidecar).
+    restart_policy: str | None = None
+
+    @property
+    def is_restartable_init(self) -> bool:
+        return self.restart_policy == RESTART_POLICY_ALWAYS
+
+
+@dataclass(frozen=True)
+class Pod:
+    name: str
+    namespace: str
+    uid: str
+    containers: tuple[Container, ...]
+    init_containers: tuple[Container, ...] = ()
+    # spec.resources (pod-level resources), None when the pod does not set them.
+    resources: ResourceRequirements | None = None
+    # spec.overhead, filled from the RuntimeClass.
+    overhead: ResourceList = field(default_factory=lambda: _EMPTY)
+    runtime_class_name: str | None = None
+    # status.phase; the podresources API and fingerprints skip terminal pods.
+    phase: str = "Pending"
+
+    def all_containers(self) -> Iterator[Container]:
+        """Init containers in spec order, then app containers: the kubelet's admission order."""
+        yield from self.init_containers
+        yield from self.containers
+
+    def container(self, name: str) -> Container | None:
+        return next((c for c in self.all_containers() if c.name == name), None)
+
+    @property
+    def qos_class(self) -> QOSClass:
+        return compute_qos(self)
+
+
+def compute_qos(pod: Pod, pod_level_resources_enabled: bool = False) -> QOSClass:
+    """``ComputePodQOS``: only cpu and memory count; zero quantities are ignored.
+
+    Guaranteed needs cpu and memory limits on every container (init containers included) and every
+    request equal to its limit. With pod-level resources (gate ``PodLevelResources``) the pod's own
+    ``spec.resources`` decides instead.
+    """
+    if pod_level_resources_enabled and pod.resources is not None:
+        groups: list[tuple[ResourceList, ResourceList]] = [(pod.resources.requests, pod.resources.limits)]
+    else:
+        groups = [(c.requests, c.limits) for c in (*pod.containers, *pod.init_containers)]
+    requests: dict[str, Quantity] = {}
+    limits: dict[str, Quantity] = {}
+    guaranteed = True
+    for group_requests, group_limits in groups:
+        for name in _QOS_RESOURCES:
+            req = group_requests.get(name)
+            if req is not None and req.amount > 0:
+                requests[name] = requests[name] + req if name in requests else req
+        found = set()
+        for name in _QOS_RESOURCES:
+            lim = group_limits.get(name)
+            if lim is not None and lim.amount > 0:
+                found.add(name)
+                limits[name] = limits[name] + lim if name in limits else lim
+        if found != set(_QOS_RESOURCES):
+            guaranteed = False
+    if not requests and not limits:
+        return QOSClass.BEST_EFFORT
+    if guaranteed:
+        for name, req in requests.items():
+            if name not in limits or limits[name].amount != req.amount:
+                guaranteed = False
+                break
+    if guaranteed and len(requests) == len(limits):
+        return QOSClass.GUARANTEED
+    return QOSClass.BURSTABLE

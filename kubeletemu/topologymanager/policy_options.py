@@ -1,0 +1,224 @@
+"""Topology Manager policy options (``topologyManagerPolicyOptions``), mirroring ``policy_options.go``.
+
+Each option has a maturity level; alpha options need the ``TopologyManagerPolicyAlphaOptions`` gate (off by
+default), beta options ``TopologyManagerPolicyBetaOptions`` (on by default). The error strings are the
+kubelet's since v1.32.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+log = logging.getLogger(__name__)
+
+PREFER_CLOSEST_NUMA_NODES = "prefer-closest-numa-nodes"
+MAX_ALLOWABLE_NUMA_NODES = "max-allowable-numa-nodes"
+# KEP-6007, both drafts (not merged upstream; alpha here). Shape 2's parsing and error texts follow the
+# open kubernetes PR #142226 branch.
+PREFER_MOST_ALLOCATED_NUMA_NODE = "prefer-most-allocated-numa-node"
+NUMA_ALLOCATION_STRATEGY = "numa-allocation-strategy"
+NUMA_SCORE_WEIGHTS = "numa-score-weights"
+
+ALPHA_GATE = "TopologyManagerPolicyAlphaOptions"
+BETA_GATE = "TopologyManagerPolicyBetaOptions"
+DEFAULT_FEATURE_GATES: Mapping[str, bool] = {ALPHA_GATE: False, BETA_GATE: True}
+DEFAULT_MAX_ALLOWABLE_NUMA_NODES = 8
+MIN_NUMA_SCORE_WEIGHT = 0
+MAX_NUMA_SCORE_WEIGHT = 100
+DEFAULT_NUMA_SCORE_WEIGHT = 1
+
+
+class OptionLevel(StrEnum):
+    ALPHA = "alpha"
+    BETA = "beta"
+    STABLE = "stable"
+
+
+# Maturity in the kubelet's master branch; the KEP-6007 options are the emulator's alpha extension.
+OPTION_LEVELS: dict[str, OptionLevel] = {
+    PREFER_CLOSEST_NUMA_NODES: OptionLevel.STABLE,
+    MAX_ALLOWABLE_NUMA_NODES: OptionLevel.STABLE,
+    PREFER_MOST_ALLOCATED_NUMA_NODE: OptionLevel.ALPHA,
+    NUMA_ALLOCATION_STRATEGY: OptionLevel.ALPHA,
+    NUMA_SCORE_WEIGHTS: OptionLevel.ALPHA,
+}
+
+
+class PolicyOptionsError(ValueError):
+    """``str()`` is the kubelet's error text."""
+
+
+class NUMAAllocationStrategy(StrEnum):
+    NONE = "none"
+    MOST_ALLOCATED = "most-allocated"
+    LEAST_ALLOCATED = "least-allocated"
+
+
+@dataclass(frozen=True)
+class PolicyOptions:
+    prefer_closest_numa: bool = False
+    max_allowable_numa_nodes: int = DEFAULT_MAX_ALLOWABLE_NUMA_NODES
+    prefer_most_allocated_numa_node: bool = False
+    numa_allocation_strategy: NUMAAllocationStrategy = NUMAAllocationStrategy.NONE
+    numa_score_weights: Mapping[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def from_map(
+        cls,
+        options: Mapping[str, str] | None,
+        feature_gates: Mapping[str, bool] | None = None,
+        levels: Mapping[str, OptionLevel] | None = None,
+    ) -> PolicyOptions:
+        """``NewPolicyOptions``: availability first, then each option's parser.
+
+        ``levels`` overrides the maturity table (the upstream tests register fake options this way).
+        """
+        gates = {**DEFAULT_FEATURE_GATES, **(feature_gates or {})}
+        table = OPTION_LEVELS if levels is None else levels
+        values: dict[str, object] = {}
+        for name, value in (options or {}).items():
+            check_policy_option_available(name, gates, table)
+            if name == PREFER_CLOSEST_NUMA_NODES:
+                values["prefer_closest_numa"] = _parse_bool(name, value)
+            elif name == MAX_ALLOWABLE_NUMA_NODES:
+                values["max_allowable_numa_nodes"] = _parse_max_numa(value)
+            elif name == PREFER_MOST_ALLOCATED_NUMA_NODE:
+                values["prefer_most_allocated_numa_node"] = _parse_bool(name, value)
+            elif name == NUMA_ALLOCATION_STRATEGY:
+                values["numa_allocation_strategy"] = _parse_strategy(value)
+            elif name == NUMA_SCORE_WEIGHTS:
+                values["numa_score_weights"] = _parse_weights(value)
+            else:
+                raise PolicyOptionsError(f'unsupported topologymanager option: "{name}" ({value})')
+        return cls(**values)  # type: ignore[arg-type]
+
+    def to_map(self) -> dict[str, str]:
+        """The non-default options in the kubelet's spelling (for reports and NRT attributes)."""
+        out: dict[str, str] = {}
+        if self.prefer_closest_numa:
+            out[PREFER_CLOSEST_NUMA_NODES] = "true"
+        if self.max_allowable_numa_nodes != DEFAULT_MAX_ALLOWABLE_NUMA_NODES:
+            out[MAX_ALLOWABLE_NUMA_NODES] = str(self.max_allowable_numa_nodes)
+        if self.prefer_most_allocated_numa_node:
+            out[PREFER_MOST_ALLOCATED_NUMA_NODE] = "true"
+        if self.numa_allocation_strategy is not NUMAAllocationStrategy.NONE:
+            out[NUMA_ALLOCATION_STRATEGY] = self.numa_allocation_strategy.value
+        if self.numa_score_weights:
+            out[NUMA_SCORE_WEIGHTS] = ",".join(f"{k}={v}" for k, v in sorted(self.numa_score_weights.items()))
+        return out
+
+
+def check_policy_option_available(
+    name: str, feature_gates: Mapping[str, bool], levels: Mapping[str, OptionLevel] | None = None
+) -> None:
+    """``CheckPolicyOptionAvailable``: unknown, or gated off by its maturity level."""
+    gates = {**DEFAULT_FEATURE_GATES, **feature_gates}
+    level = (OPTION_LEVELS if levels is None else levels).get(name)
+    if level is None:
+        raise PolicyOptionsError(f'unknown Topology Manager Policy option: "{name}"')
+    if level is OptionLevel.ALPHA and not gates.get(ALPHA_GATE, False):
+        raise PolicyOptionsError(
+            f'topology manager policy alpha-level options not enabled, but option "{name}" provided'
+        )
+    if level is OptionLevel.BETA and not gates.get(BETA_GATE, False):
+        raise PolicyOptionsError(
+            f'topology manager policy beta-level options not enabled, but option "{name}" provided'
+        )
+
+
+_TRUE = {"1", "t", "T", "TRUE", "true", "True"}
+_FALSE = {"0", "f", "F", "FALSE", "false", "False"}
+
+
+def parse_go_bool(value: str) -> bool:
+    """Go's ``strconv.ParseBool``; raises ValueError with Go's text."""
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ValueError(f'strconv.ParseBool: parsing "{value}": invalid syntax')
+
+
+def parse_go_int(value: str) -> int:
+    """Go's ``strconv.Atoi``: an optional sign and ASCII digits only."""
+    body = value[1:] if value[:1] in ("+", "-") else value
+    if not body or not body.isascii() or not body.isdigit():
+        raise ValueError(f'strconv.Atoi: parsing "{value}": invalid syntax')
+    return int(value)
+
+
+def _parse_bool(name: str, value: str) -> bool:
+    try:
+        return parse_go_bool(value)
+    except ValueError as err:
+        raise PolicyOptionsError(f'bad value for option "{name}": {err}') from None
+
+
+def _parse_max_numa(value: str) -> int:
+    try:
+        count = parse_go_int(value)
+    except ValueError as err:
+        raise PolicyOptionsError(
+            f'unable to convert policy option to integer "{MAX_ALLOWABLE_NUMA_NODES}": {err}'
+        ) from None
+    if count < DEFAULT_MAX_ALLOWABLE_NUMA_NODES:
+        raise PolicyOptionsError(
+            f'the minimum value of "{MAX_ALLOWABLE_NUMA_NODES}" should not be less than '
+            f"{DEFAULT_MAX_ALLOWABLE_NUMA_NODES}"
+        )
+    if count > DEFAULT_MAX_ALLOWABLE_NUMA_NODES:
+        log.warning(
+            "WARNING: the value of max-allowable-numa-nodes is more than the default recommended value; "
+            "admission may be slow. value=%d defaultValue=%d",
+            count,
+            DEFAULT_MAX_ALLOWABLE_NUMA_NODES,
+        )
+    return count
+
+
+def _parse_strategy(value: str) -> NUMAAllocationStrategy:
+    """An empty value means none, so the option can be neutralised without removing the key."""
+    if value == "":
+        return NUMAAllocationStrategy.NONE
+    try:
+        return NUMAAllocationStrategy(value)
+    except ValueError:
+        allowed = " ".join(f'"{s.value}"' for s in sorted(NUMAAllocationStrategy, key=lambda s: s.value))
+        raise PolicyOptionsError(
+            f'bad value for option "{NUMA_ALLOCATION_STRATEGY}": "{value}" must be one of [{allowed}]'
+        ) from None
+
+
+def _parse_weights(value: str) -> dict[str, int]:
+    """``resource=weight,...``; blanks around items and empty items (a trailing comma) are tolerated.
+
+    Weights are 0..100 (0 excludes the resource); unnamed resources weigh ``DEFAULT_NUMA_SCORE_WEIGHT``.
+    """
+    weights: dict[str, int] = {}
+    try:
+        for raw_item in value.split(","):
+            item = raw_item.strip()
+            if not item:
+                continue
+            name, sep, raw = item.partition("=")
+            if not sep:
+                raise ValueError(f'invalid weight entry "{item}": expected resource=weight')
+            name = name.strip()
+            if not name:
+                raise ValueError(f'empty resource name in weight entry "{item}"')
+            try:
+                weights[name] = parse_go_int(raw.strip())
+            except ValueError as err:
+                raise ValueError(f'invalid weight value for "{name}": {err}') from None
+        for name in sorted(weights):
+            if not MIN_NUMA_SCORE_WEIGHT <= weights[name] <= MAX_NUMA_SCORE_WEIGHT:
+                raise ValueError(
+                    f'weight for "{name}" must be in range [{MIN_NUMA_SCORE_WEIGHT}, '
+                    f"{MAX_NUMA_SCORE_WEIGHT}], got {weights[name]}"
+                )
+    except ValueError as err:
+        raise PolicyOptionsError(f'bad value for option "{NUMA_SCORE_WEIGHTS}": {err}') from None
+    return weights
