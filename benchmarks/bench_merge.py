@@ -13,33 +13,41 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._timing import fmt, measure  # noqa: E402
-from kubeletemu.bitmask import BitMask, iterate_bitmasks  # noqa: E402
-from kubeletemu.topologymanager import (  # noqa: E402
+from benchmarks._timing import fmt, measure
+from kubeletemu.bitmask import BitMask, iterate_bitmasks
+from kubeletemu.topologymanager import (
     NUMAInfo,
     PolicyOptions,
     ProviderHints,
     TopologyHint,
     new_policy,
 )
-from tests.topologymanager.oracle import literal_merge  # noqa: E402
+from tests.topologymanager.oracle import literal_merge
 
 
 def all_masks_providers(nodes: int, providers: int, rnd: random.Random) -> list[ProviderHints]:
     masks = list(iterate_bitmasks(list(range(nodes))))
-    return [
-        {f"resource-{p}": [TopologyHint(m, rnd.random() < 0.5) for m in masks]} for p in range(providers)
-    ]
+    return [{f"resource-{p}": [TopologyHint(m, rnd.random() < 0.5) for m in masks]} for p in range(providers)]
 
 
 def typical_two_numa() -> list[ProviderHints]:
     # CPU, memory and a device on a 2-NUMA node: the shapes the real providers return.
     return [
-        {"cpu": [TopologyHint(BitMask.of(0), True), TopologyHint(BitMask.of(1), True),
-                 TopologyHint(BitMask.of(0, 1), False)]},
-        {"memory": [TopologyHint(BitMask.of(0), True), TopologyHint(BitMask.of(1), True),
-                    TopologyHint(BitMask.of(0, 1), False)],
-         "hugepages-1Gi": [TopologyHint(BitMask.of(1), True), TopologyHint(BitMask.of(0, 1), False)]},
+        {
+            "cpu": [
+                TopologyHint(BitMask.of(0), True),
+                TopologyHint(BitMask.of(1), True),
+                TopologyHint(BitMask.of(0, 1), False),
+            ]
+        },
+        {
+            "memory": [
+                TopologyHint(BitMask.of(0), True),
+                TopologyHint(BitMask.of(1), True),
+                TopologyHint(BitMask.of(0, 1), False),
+            ],
+            "hugepages-1Gi": [TopologyHint(BitMask.of(1), True), TopologyHint(BitMask.of(0, 1), False)],
+        },
         {"example.com/dev": [TopologyHint(BitMask.of(1), True), TopologyHint(BitMask.of(0, 1), False)]},
     ]
 
