@@ -1,0 +1,347 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class ResourceRequirements(_message.Message):
+    __slots__ = ("requests", "limits")
+    class RequestsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class LimitsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    REQUESTS_FIELD_NUMBER: _ClassVar[int]
+    LIMITS_FIELD_NUMBER: _ClassVar[int]
+    requests: _containers.ScalarMap[str, str]
+    limits: _containers.ScalarMap[str, str]
+    def __init__(self, requests: _Optional[_Mapping[str, str]] = ..., limits: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class Container(_message.Message):
+    __slots__ = ("name", "resources", "restart_policy")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    RESTART_POLICY_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    resources: ResourceRequirements
+    restart_policy: str
+    def __init__(self, name: _Optional[str] = ..., resources: _Optional[_Union[ResourceRequirements, _Mapping]] = ..., restart_policy: _Optional[str] = ...) -> None: ...
+
+class Pod(_message.Message):
+    __slots__ = ("name", "namespace", "uid", "init_containers", "containers", "resources", "overhead", "runtime_class_name")
+    class OverheadEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    UID_FIELD_NUMBER: _ClassVar[int]
+    INIT_CONTAINERS_FIELD_NUMBER: _ClassVar[int]
+    CONTAINERS_FIELD_NUMBER: _ClassVar[int]
+    RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    OVERHEAD_FIELD_NUMBER: _ClassVar[int]
+    RUNTIME_CLASS_NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    namespace: str
+    uid: str
+    init_containers: _containers.RepeatedCompositeFieldContainer[Container]
+    containers: _containers.RepeatedCompositeFieldContainer[Container]
+    resources: ResourceRequirements
+    overhead: _containers.ScalarMap[str, str]
+    runtime_class_name: str
+    def __init__(self, name: _Optional[str] = ..., namespace: _Optional[str] = ..., uid: _Optional[str] = ..., init_containers: _Optional[_Iterable[_Union[Container, _Mapping]]] = ..., containers: _Optional[_Iterable[_Union[Container, _Mapping]]] = ..., resources: _Optional[_Union[ResourceRequirements, _Mapping]] = ..., overhead: _Optional[_Mapping[str, str]] = ..., runtime_class_name: _Optional[str] = ...) -> None: ...
+
+class PodSource(_message.Message):
+    __slots__ = ("pod", "manifest")
+    POD_FIELD_NUMBER: _ClassVar[int]
+    MANIFEST_FIELD_NUMBER: _ClassVar[int]
+    pod: Pod
+    manifest: str
+    def __init__(self, pod: _Optional[_Union[Pod, _Mapping]] = ..., manifest: _Optional[str] = ...) -> None: ...
+
+class AdmitRequest(_message.Message):
+    __slots__ = ("pod",)
+    POD_FIELD_NUMBER: _ClassVar[int]
+    pod: PodSource
+    def __init__(self, pod: _Optional[_Union[PodSource, _Mapping]] = ...) -> None: ...
+
+class PolicyOverrides(_message.Message):
+    __slots__ = ("topology_manager_policy", "topology_manager_scope", "topology_manager_policy_options", "replace_policy_options")
+    class TopologyManagerPolicyOptionsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    TOPOLOGY_MANAGER_POLICY_FIELD_NUMBER: _ClassVar[int]
+    TOPOLOGY_MANAGER_SCOPE_FIELD_NUMBER: _ClassVar[int]
+    TOPOLOGY_MANAGER_POLICY_OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    REPLACE_POLICY_OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    topology_manager_policy: str
+    topology_manager_scope: str
+    topology_manager_policy_options: _containers.ScalarMap[str, str]
+    replace_policy_options: bool
+    def __init__(self, topology_manager_policy: _Optional[str] = ..., topology_manager_scope: _Optional[str] = ..., topology_manager_policy_options: _Optional[_Mapping[str, str]] = ..., replace_policy_options: _Optional[bool] = ...) -> None: ...
+
+class WouldAdmitRequest(_message.Message):
+    __slots__ = ("pod", "overrides")
+    POD_FIELD_NUMBER: _ClassVar[int]
+    OVERRIDES_FIELD_NUMBER: _ClassVar[int]
+    pod: PodSource
+    overrides: PolicyOverrides
+    def __init__(self, pod: _Optional[_Union[PodSource, _Mapping]] = ..., overrides: _Optional[_Union[PolicyOverrides, _Mapping]] = ...) -> None: ...
+
+class TopologyHint(_message.Message):
+    __slots__ = ("numa_nodes", "any_numa", "preferred")
+    NUMA_NODES_FIELD_NUMBER: _ClassVar[int]
+    ANY_NUMA_FIELD_NUMBER: _ClassVar[int]
+    PREFERRED_FIELD_NUMBER: _ClassVar[int]
+    numa_nodes: _containers.RepeatedScalarFieldContainer[int]
+    any_numa: bool
+    preferred: bool
+    def __init__(self, numa_nodes: _Optional[_Iterable[int]] = ..., any_numa: _Optional[bool] = ..., preferred: _Optional[bool] = ...) -> None: ...
+
+class ResourceHints(_message.Message):
+    __slots__ = ("resource", "no_preference", "hints")
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    NO_PREFERENCE_FIELD_NUMBER: _ClassVar[int]
+    HINTS_FIELD_NUMBER: _ClassVar[int]
+    resource: str
+    no_preference: bool
+    hints: _containers.RepeatedCompositeFieldContainer[TopologyHint]
+    def __init__(self, resource: _Optional[str] = ..., no_preference: _Optional[bool] = ..., hints: _Optional[_Iterable[_Union[TopologyHint, _Mapping]]] = ...) -> None: ...
+
+class ProviderHints(_message.Message):
+    __slots__ = ("provider", "nil_map", "resources")
+    PROVIDER_FIELD_NUMBER: _ClassVar[int]
+    NIL_MAP_FIELD_NUMBER: _ClassVar[int]
+    RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    provider: str
+    nil_map: bool
+    resources: _containers.RepeatedCompositeFieldContainer[ResourceHints]
+    def __init__(self, provider: _Optional[str] = ..., nil_map: _Optional[bool] = ..., resources: _Optional[_Iterable[_Union[ResourceHints, _Mapping]]] = ...) -> None: ...
+
+class MemoryBlock(_message.Message):
+    __slots__ = ("memory_type", "size", "numa_nodes")
+    MEMORY_TYPE_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    NUMA_NODES_FIELD_NUMBER: _ClassVar[int]
+    memory_type: str
+    size: int
+    numa_nodes: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, memory_type: _Optional[str] = ..., size: _Optional[int] = ..., numa_nodes: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class DeviceAssignment(_message.Message):
+    __slots__ = ("resource_name", "device_ids", "numa_nodes")
+    RESOURCE_NAME_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_IDS_FIELD_NUMBER: _ClassVar[int]
+    NUMA_NODES_FIELD_NUMBER: _ClassVar[int]
+    resource_name: str
+    device_ids: _containers.RepeatedScalarFieldContainer[str]
+    numa_nodes: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, resource_name: _Optional[str] = ..., device_ids: _Optional[_Iterable[str]] = ..., numa_nodes: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class ContainerResult(_message.Message):
+    __slots__ = ("name", "kind", "affinity", "provider_hints", "cpu_ids", "exclusive_cpus", "memory", "devices")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    AFFINITY_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_HINTS_FIELD_NUMBER: _ClassVar[int]
+    CPU_IDS_FIELD_NUMBER: _ClassVar[int]
+    EXCLUSIVE_CPUS_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    DEVICES_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    kind: str
+    affinity: TopologyHint
+    provider_hints: _containers.RepeatedCompositeFieldContainer[ProviderHints]
+    cpu_ids: _containers.RepeatedScalarFieldContainer[int]
+    exclusive_cpus: bool
+    memory: _containers.RepeatedCompositeFieldContainer[MemoryBlock]
+    devices: _containers.RepeatedCompositeFieldContainer[DeviceAssignment]
+    def __init__(self, name: _Optional[str] = ..., kind: _Optional[str] = ..., affinity: _Optional[_Union[TopologyHint, _Mapping]] = ..., provider_hints: _Optional[_Iterable[_Union[ProviderHints, _Mapping]]] = ..., cpu_ids: _Optional[_Iterable[int]] = ..., exclusive_cpus: _Optional[bool] = ..., memory: _Optional[_Iterable[_Union[MemoryBlock, _Mapping]]] = ..., devices: _Optional[_Iterable[_Union[DeviceAssignment, _Mapping]]] = ...) -> None: ...
+
+class ScoreDecision(_message.Message):
+    __slots__ = ("container", "chosen", "over", "signal", "detail")
+    CONTAINER_FIELD_NUMBER: _ClassVar[int]
+    CHOSEN_FIELD_NUMBER: _ClassVar[int]
+    OVER_FIELD_NUMBER: _ClassVar[int]
+    SIGNAL_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    container: str
+    chosen: _containers.RepeatedScalarFieldContainer[int]
+    over: _containers.RepeatedScalarFieldContainer[int]
+    signal: str
+    detail: str
+    def __init__(self, container: _Optional[str] = ..., chosen: _Optional[_Iterable[int]] = ..., over: _Optional[_Iterable[int]] = ..., signal: _Optional[str] = ..., detail: _Optional[str] = ...) -> None: ...
+
+class AdmitResponse(_message.Message):
+    __slots__ = ("name", "namespace", "uid", "admitted", "reason", "message", "decided_by", "qos_class", "containers", "score_decisions", "cleanup")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    UID_FIELD_NUMBER: _ClassVar[int]
+    ADMITTED_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    DECIDED_BY_FIELD_NUMBER: _ClassVar[int]
+    QOS_CLASS_FIELD_NUMBER: _ClassVar[int]
+    CONTAINERS_FIELD_NUMBER: _ClassVar[int]
+    SCORE_DECISIONS_FIELD_NUMBER: _ClassVar[int]
+    CLEANUP_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    namespace: str
+    uid: str
+    admitted: bool
+    reason: str
+    message: str
+    decided_by: str
+    qos_class: str
+    containers: _containers.RepeatedCompositeFieldContainer[ContainerResult]
+    score_decisions: _containers.RepeatedCompositeFieldContainer[ScoreDecision]
+    cleanup: str
+    def __init__(self, name: _Optional[str] = ..., namespace: _Optional[str] = ..., uid: _Optional[str] = ..., admitted: _Optional[bool] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ..., decided_by: _Optional[str] = ..., qos_class: _Optional[str] = ..., containers: _Optional[_Iterable[_Union[ContainerResult, _Mapping]]] = ..., score_decisions: _Optional[_Iterable[_Union[ScoreDecision, _Mapping]]] = ..., cleanup: _Optional[str] = ...) -> None: ...
+
+class RemovePodRequest(_message.Message):
+    __slots__ = ("uid",)
+    UID_FIELD_NUMBER: _ClassVar[int]
+    uid: str
+    def __init__(self, uid: _Optional[str] = ...) -> None: ...
+
+class RemovePodResponse(_message.Message):
+    __slots__ = ("name", "namespace", "uid")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    UID_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    namespace: str
+    uid: str
+    def __init__(self, name: _Optional[str] = ..., namespace: _Optional[str] = ..., uid: _Optional[str] = ...) -> None: ...
+
+class GetAffinityRequest(_message.Message):
+    __slots__ = ("pod_uid", "container_name")
+    POD_UID_FIELD_NUMBER: _ClassVar[int]
+    CONTAINER_NAME_FIELD_NUMBER: _ClassVar[int]
+    pod_uid: str
+    container_name: str
+    def __init__(self, pod_uid: _Optional[str] = ..., container_name: _Optional[str] = ...) -> None: ...
+
+class GetAffinityResponse(_message.Message):
+    __slots__ = ("affinity",)
+    AFFINITY_FIELD_NUMBER: _ClassVar[int]
+    affinity: TopologyHint
+    def __init__(self, affinity: _Optional[_Union[TopologyHint, _Mapping]] = ...) -> None: ...
+
+class ListPodsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class AdmittedPod(_message.Message):
+    __slots__ = ("name", "namespace", "uid", "qos_class", "containers")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    UID_FIELD_NUMBER: _ClassVar[int]
+    QOS_CLASS_FIELD_NUMBER: _ClassVar[int]
+    CONTAINERS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    namespace: str
+    uid: str
+    qos_class: str
+    containers: _containers.RepeatedCompositeFieldContainer[ContainerResult]
+    def __init__(self, name: _Optional[str] = ..., namespace: _Optional[str] = ..., uid: _Optional[str] = ..., qos_class: _Optional[str] = ..., containers: _Optional[_Iterable[_Union[ContainerResult, _Mapping]]] = ...) -> None: ...
+
+class ListPodsResponse(_message.Message):
+    __slots__ = ("pods",)
+    PODS_FIELD_NUMBER: _ClassVar[int]
+    pods: _containers.RepeatedCompositeFieldContainer[AdmittedPod]
+    def __init__(self, pods: _Optional[_Iterable[_Union[AdmittedPod, _Mapping]]] = ...) -> None: ...
+
+class GetNodeTopologyRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class HugepagesResources(_message.Message):
+    __slots__ = ("page_size_bytes", "total_bytes", "allocatable_bytes", "free_bytes")
+    PAGE_SIZE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_BYTES_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATABLE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    FREE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    page_size_bytes: int
+    total_bytes: int
+    allocatable_bytes: int
+    free_bytes: int
+    def __init__(self, page_size_bytes: _Optional[int] = ..., total_bytes: _Optional[int] = ..., allocatable_bytes: _Optional[int] = ..., free_bytes: _Optional[int] = ...) -> None: ...
+
+class NUMANode(_message.Message):
+    __slots__ = ("id", "cpu_ids", "allocatable_cpu_ids", "free_cpu_ids", "memory_total_bytes", "memory_allocatable_bytes", "memory_free_bytes", "hugepages", "distances", "devices")
+    class DistancesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: int
+        value: int
+        def __init__(self, key: _Optional[int] = ..., value: _Optional[int] = ...) -> None: ...
+    ID_FIELD_NUMBER: _ClassVar[int]
+    CPU_IDS_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATABLE_CPU_IDS_FIELD_NUMBER: _ClassVar[int]
+    FREE_CPU_IDS_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_TOTAL_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_ALLOCATABLE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_FREE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    HUGEPAGES_FIELD_NUMBER: _ClassVar[int]
+    DISTANCES_FIELD_NUMBER: _ClassVar[int]
+    DEVICES_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    cpu_ids: _containers.RepeatedScalarFieldContainer[int]
+    allocatable_cpu_ids: _containers.RepeatedScalarFieldContainer[int]
+    free_cpu_ids: _containers.RepeatedScalarFieldContainer[int]
+    memory_total_bytes: int
+    memory_allocatable_bytes: int
+    memory_free_bytes: int
+    hugepages: _containers.RepeatedCompositeFieldContainer[HugepagesResources]
+    distances: _containers.ScalarMap[int, int]
+    devices: _containers.RepeatedCompositeFieldContainer[DeviceAssignment]
+    def __init__(self, id: _Optional[int] = ..., cpu_ids: _Optional[_Iterable[int]] = ..., allocatable_cpu_ids: _Optional[_Iterable[int]] = ..., free_cpu_ids: _Optional[_Iterable[int]] = ..., memory_total_bytes: _Optional[int] = ..., memory_allocatable_bytes: _Optional[int] = ..., memory_free_bytes: _Optional[int] = ..., hugepages: _Optional[_Iterable[_Union[HugepagesResources, _Mapping]]] = ..., distances: _Optional[_Mapping[int, int]] = ..., devices: _Optional[_Iterable[_Union[DeviceAssignment, _Mapping]]] = ...) -> None: ...
+
+class NodeTopology(_message.Message):
+    __slots__ = ("numa_nodes", "reserved_cpu_ids", "shared_pool_cpu_ids", "topology_manager_policy", "topology_manager_scope", "topology_manager_policy_options", "cpu_manager_policy", "memory_manager_policy", "kubelet_start_errors")
+    class TopologyManagerPolicyOptionsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    NUMA_NODES_FIELD_NUMBER: _ClassVar[int]
+    RESERVED_CPU_IDS_FIELD_NUMBER: _ClassVar[int]
+    SHARED_POOL_CPU_IDS_FIELD_NUMBER: _ClassVar[int]
+    TOPOLOGY_MANAGER_POLICY_FIELD_NUMBER: _ClassVar[int]
+    TOPOLOGY_MANAGER_SCOPE_FIELD_NUMBER: _ClassVar[int]
+    TOPOLOGY_MANAGER_POLICY_OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    CPU_MANAGER_POLICY_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_MANAGER_POLICY_FIELD_NUMBER: _ClassVar[int]
+    KUBELET_START_ERRORS_FIELD_NUMBER: _ClassVar[int]
+    numa_nodes: _containers.RepeatedCompositeFieldContainer[NUMANode]
+    reserved_cpu_ids: _containers.RepeatedScalarFieldContainer[int]
+    shared_pool_cpu_ids: _containers.RepeatedScalarFieldContainer[int]
+    topology_manager_policy: str
+    topology_manager_scope: str
+    topology_manager_policy_options: _containers.ScalarMap[str, str]
+    cpu_manager_policy: str
+    memory_manager_policy: str
+    kubelet_start_errors: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, numa_nodes: _Optional[_Iterable[_Union[NUMANode, _Mapping]]] = ..., reserved_cpu_ids: _Optional[_Iterable[int]] = ..., shared_pool_cpu_ids: _Optional[_Iterable[int]] = ..., topology_manager_policy: _Optional[str] = ..., topology_manager_scope: _Optional[str] = ..., topology_manager_policy_options: _Optional[_Mapping[str, str]] = ..., cpu_manager_policy: _Optional[str] = ..., memory_manager_policy: _Optional[str] = ..., kubelet_start_errors: _Optional[_Iterable[str]] = ...) -> None: ...

@@ -1,0 +1,1 @@
+"""Tests of kubeletemu.podresources: the fingerprint and the podresources wire contract."""
