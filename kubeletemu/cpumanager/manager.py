@@ -1,0 +1,231 @@
+"""``cpu_manager.go``: the CPU manager, a Topology Manager hint provider wrapping a policy and its state.
+
+The Topology Manager calls ``get_topology_hints`` / ``get_pod_topology_hints``, stores the merged hint,
+then calls ``allocate`` (or ``allocate_pod`` with ``PodLevelResourceManagers``), which reads that hint
+back through the Store. The kubelet's stale-state sweep over active pods is ``remove_stale_state``.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterable, Mapping
+
+from kubeletemu.cpumanager.cpuset import CPUSet
+from kubeletemu.cpumanager.errors import CPUManagerError
+from kubeletemu.cpumanager.policy import Policy
+from kubeletemu.cpumanager.policy_none import POLICY_NONE, NonePolicy
+from kubeletemu.cpumanager.policy_static import POLICY_STATIC, StaticPolicy
+from kubeletemu.cpumanager.reservation import num_reserved_cpus
+from kubeletemu.cpumanager.state.state import ContainerCPUAssignments, State
+from kubeletemu.cpumanager.state.state_checkpoint import CheckpointState
+from kubeletemu.cpumanager.state.state_mem import MemoryState
+from kubeletemu.cpumanager.topology import CPUTopology
+from kubeletemu.pod import Container, Pod
+from kubeletemu.quantity import Quantity
+from kubeletemu.topologymanager import ProviderHints, Store
+
+POLICY_NAMES = (POLICY_NONE, POLICY_STATIC)
+
+
+class CPUManager:
+    """``manager``: serialises policy calls and keeps the container-id map."""
+
+    def __init__(self, policy: Policy, topology: CPUTopology | None, state: State | None = None) -> None:
+        self.policy = policy
+        self.topology = topology
+        self._lock = threading.RLock()
+        self._state: State | None = state
+        # containerID -> (podUID, container name), filled by add_container.
+        self.container_map: dict[str, tuple[str, str]] = {}
+        self._allocatable = CPUSet()
+
+    # -- life cycle ----------------------------------------------------------------------------------
+
+    def start(
+        self,
+        state_dir: str | os.PathLike[str] | None = None,
+        initial_containers: Mapping[str, tuple[str, str]] | None = None,
+    ) -> None:
+        """``Start``: open the state (the checkpoint in ``state_dir``, or memory), then the policy's
+        ``Start`` (initialise or validate it). Raises ``StateError`` with the kubelet's text."""
+        with self._lock:
+            self.container_map.update(initial_containers or {})
+            if self._state is None:
+                if state_dir is None:
+                    self._state = MemoryState()
+                else:
+                    self._state = CheckpointState(state_dir, self.policy.name, self.container_map)
+            self.policy.start(self._state)
+            self._allocatable = self.policy.get_allocatable_cpus(self._state)
+
+    @property
+    def state(self) -> State:
+        if self._state is None:
+            raise CPUManagerError("the CPU manager has not been started")
+        return self._state
+
+    # -- the HintProvider ------------------------------------------------------------------------------
+
+    def get_topology_hints(self, pod: Pod, container: Container) -> ProviderHints:
+        with self._lock:
+            return self.policy.get_topology_hints(self.state, pod, container)
+
+    def get_pod_topology_hints(self, pod: Pod) -> ProviderHints:
+        with self._lock:
+            return self.policy.get_pod_topology_hints(self.state, pod)
+
+    def allocate(self, pod: Pod, container: Container) -> None:
+        with self._lock:
+            self.policy.allocate(self.state, pod, container)
+
+    def allocate_pod(self, pod: Pod) -> None:
+        with self._lock:
+            self.policy.allocate_pod(self.state, pod)
+
+    # -- containers ------------------------------------------------------------------------------------
+
+    def add_container(self, pod: Pod, container: Container, container_id: str) -> None:
+        with self._lock:
+            self.container_map[container_id] = (pod.uid, container.name)
+
+    def remove_container(self, container_id: str) -> None:
+        """``RemoveContainer`` by container id; an unknown id is ignored."""
+        with self._lock:
+            ref = self.container_map.get(container_id)
+            if ref is None:
+                return
+            self.policy.remove_container(self.state, *ref)
+            del self.container_map[container_id]
+
+    def remove_container_by_ref(self, pod_uid: str, container_name: str) -> None:
+        with self._lock:
+            self.policy.remove_container(self.state, pod_uid, container_name)
+            for cid in [cid for cid, ref in self.container_map.items() if ref == (pod_uid, container_name)]:
+                del self.container_map[cid]
+
+    def remove_pod(self, pod_uid: str) -> None:
+        """Release every container of a pod (what the stale-state sweep does once the pod is gone)."""
+        with self._lock:
+            names = set(self.state.get_cpu_assignments().get(pod_uid, {}))
+            names |= {name for uid, name in self.container_map.values() if uid == pod_uid}
+            for name in sorted(names):
+                self.remove_container_by_ref(pod_uid, name)
+
+    def remove_stale_state(self, active_pods: Iterable[Pod]) -> None:
+        """``removeStaleState``: forget containers that no active pod has any more."""
+        with self._lock:
+            active = {(pod.uid, c.name) for pod in active_pods for c in pod.all_containers()}
+            stale = {
+                (pod, name)
+                for pod, containers in self.state.get_cpu_assignments().items()
+                for name in containers
+                if (pod, name) not in active
+            }
+            stale |= {ref for ref in self.container_map.values() if ref not in active}
+            for pod_uid, name in sorted(stale):
+                self.remove_container_by_ref(pod_uid, name)
+
+    # -- queries ---------------------------------------------------------------------------------------
+
+    def get_exclusive_cpus(self, pod_uid: str, container_name: str) -> CPUSet:
+        """``GetExclusiveCPUs``: the container's own CPUs, empty if it runs in the shared pool."""
+        cpus = self.state.get_cpu_set(pod_uid, container_name)
+        return CPUSet() if cpus is None else cpus
+
+    def get_cpu_affinity(self, pod_uid: str, container_name: str) -> CPUSet:
+        """``GetCPUAffinity``: where the container runs (its exclusive CPUs, else the shared pool)."""
+        return self.state.get_cpu_set_or_default(pod_uid, container_name)
+
+    def get_assignments(self) -> ContainerCPUAssignments:
+        return self.state.get_cpu_assignments()
+
+    def get_default_cpu_set(self) -> CPUSet:
+        """The shared pool."""
+        return self.state.get_default_cpu_set()
+
+    def get_allocatable_cpus(self) -> CPUSet:
+        """``GetAllocatableCPUs``: all CPUs minus reserved (empty for the none policy)."""
+        return self._allocatable
+
+    def get_reserved_cpus(self) -> CPUSet:
+        return self.policy.reserved_cpus if isinstance(self.policy, StaticPolicy) else CPUSet()
+
+    def get_exclusively_assigned_cpus(self) -> CPUSet:
+        """Every CPU some container holds (``getTotalAssignedExclusiveCPUs``)."""
+        return CPUSet().union(
+            *(c for containers in self.get_assignments().values() for c in containers.values())
+        )
+
+    def _per_numa(self, cpus: CPUSet) -> dict[int, int]:
+        if self.topology is None:
+            return {}
+        details = self.topology.cpu_details
+        counts = dict.fromkeys(details.numa_nodes().list(), 0)
+        for cpu in cpus.elems:
+            info = details.get(cpu)
+            if info is not None:
+                counts[info.numa_node_id] += 1
+        return counts
+
+    def exclusive_cpus_per_numa(self) -> dict[int, int]:
+        """Exclusively assigned CPUs per NUMA node (the kubelet's per-NUMA allocation metric)."""
+        return self._per_numa(self.get_exclusively_assigned_cpus())
+
+    def allocatable_cpus_per_numa(self) -> dict[int, int]:
+        """Allocatable CPUs (reserved excluded) per NUMA node."""
+        return self._per_numa(self.get_allocatable_cpus())
+
+    def numa_utilization_score(self, numa_nodes: Iterable[int]) -> int:
+        """KEP-6007 (unmerged): max(1, assigned·100 // allocatable) over the nodes.
+
+        0 when the nodes have nothing allocatable (the none policy).
+        """
+        nodes = set(numa_nodes)
+        assigned = sum(n for numa, n in self.exclusive_cpus_per_numa().items() if numa in nodes)
+        allocatable = sum(n for numa, n in self.allocatable_cpus_per_numa().items() if numa in nodes)
+        if allocatable == 0:
+            return 0
+        return max(1, assigned * 100 // allocatable)
+
+
+def new_manager(
+    policy_name: str,
+    policy_options: Mapping[str, str] | None,
+    topology: CPUTopology | None,
+    affinity: Store,
+    *,
+    node_allocatable_cpu_reservation: Quantity | None = None,
+    reserved_system_cpus: CPUSet | None = None,
+    state_dir: str | os.PathLike[str] | None = None,
+    feature_gates: Mapping[str, bool] | None = None,
+    initial_containers: Mapping[str, tuple[str, str]] | None = None,
+    start: bool = True,
+) -> CPUManager:
+    """``NewManager`` (and, unless ``start=False``, ``Start``).
+
+    ``node_allocatable_cpu_reservation`` is the cpu of kube-reserved + system-reserved (see
+    ``reservation.node_allocatable_cpu_reservation``); ``reserved_system_cpus`` the explicit list.
+    """
+    policy: Policy
+    if policy_name == POLICY_NONE:
+        try:
+            policy = NonePolicy(policy_options)
+        except CPUManagerError as err:
+            raise type(err)(f"new none policy error: {err}") from None
+    elif policy_name == POLICY_STATIC:
+        if topology is None:
+            raise CPUManagerError("could not detect number of cpus")
+        num_reserved = num_reserved_cpus(node_allocatable_cpu_reservation)
+        try:
+            policy = StaticPolicy(
+                topology, num_reserved, reserved_system_cpus, affinity, policy_options, feature_gates
+            )
+        except CPUManagerError as err:
+            raise type(err)(f"new static policy error: {err}") from None
+    else:
+        raise CPUManagerError(f'unknown policy: "{policy_name}"')
+    manager = CPUManager(policy, topology)
+    if start:
+        manager.start(state_dir, initial_containers)
+    return manager

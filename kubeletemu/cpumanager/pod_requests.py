@@ -1,0 +1,100 @@
+"""Which containers get exclusive CPUs, and how many (``guaranteedCPUs`` / ``podGuaranteedCPUs``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from kubeletemu.cpumanager.policy_options import (
+    POD_LEVEL_RESOURCE_MANAGERS_GATE,
+    POD_LEVEL_RESOURCES_GATE,
+    merged_gates,
+)
+from kubeletemu.pod import Container, Pod, QOSClass, compute_qos
+from kubeletemu.quantity import Quantity
+
+CPU = "cpu"
+MEMORY = "memory"
+_ZERO = Quantity(0)
+
+
+def is_pod_level_resources_set(pod: Pod) -> bool:
+    """``resourcehelper.IsPodLevelResourcesSet``: pod-level requests or limits of a supported resource."""
+    if pod.resources is None:
+        return False
+    names = [*pod.resources.requests, *pod.resources.limits]
+    return any(n in (CPU, MEMORY) or n.startswith("hugepages-") for n in names)
+
+
+def is_container_equivalent_qos_guaranteed(container: Container) -> bool:
+    """``IsContainerEquivalentQOSGuaranteed``: non-zero CPU and memory requests equal to their limits."""
+    for name in (CPU, MEMORY):
+        request = container.requests.get(name, _ZERO)
+        limit = container.limits.get(name, _ZERO)
+        if request.is_zero() or request.amount != limit.amount:
+            return False
+    return True
+
+
+def is_integral_cpu_amount(quantity: Quantity) -> bool:
+    """``Value()*1000 == MilliValue()``."""
+    return quantity.value() * 1000 == quantity.milli_value()
+
+
+class RequestCalculator:
+    """The static policy's request arithmetic under a set of feature gates."""
+
+    def __init__(self, feature_gates: Mapping[str, bool] | None = None) -> None:
+        gates = merged_gates(feature_gates)
+        self.pod_level_resources = gates[POD_LEVEL_RESOURCES_GATE]
+        self.pod_level_resource_managers = gates[POD_LEVEL_RESOURCE_MANAGERS_GATE]
+
+    def qos(self, pod: Pod) -> QOSClass:
+        return compute_qos(pod, self.pod_level_resources)
+
+    def pod_level_managed(self, pod: Pod) -> bool:
+        """Pod-level resources set and ``PodLevelResourceManagers`` on."""
+        return self.pod_level_resource_managers and is_pod_level_resources_set(pod)
+
+    def pod_level_unsupported(self, pod: Pod) -> bool:
+        """Pod-level resources set while either pod-level gate is off: the CPU manager stays out."""
+        return (
+            not self.pod_level_resource_managers or not self.pod_level_resources
+        ) and is_pod_level_resources_set(pod)
+
+    def guaranteed_cpus(self, pod: Pod, container: Container) -> int:
+        """``guaranteedCPUs``: the whole CPU request of a container of a Guaranteed pod, else 0."""
+        if self.qos(pod) is not QOSClass.GUARANTEED:
+            return 0
+        cpu = container.requests.get(CPU, _ZERO)
+        if self.pod_level_managed(pod) and not is_container_equivalent_qos_guaranteed(container):
+            return 0
+        if not is_integral_cpu_amount(cpu):
+            return 0
+        return cpu.value()
+
+    def pod_guaranteed_cpus(self, pod: Pod) -> int:
+        """``podGuaranteedCPUs``: max(largest init need, app containers + sidecars), sidecar-aware.
+
+        A regular init container needs the sidecars started before it plus itself. Containers without a
+        CPU request are skipped. With pod-level resource managers, the pod's own integral CPU request.
+        """
+        if self.pod_level_managed(pod):
+            if self.qos(pod) is not QOSClass.GUARANTEED:
+                return 0
+            assert pod.resources is not None
+            cpu = pod.resources.requests.get(CPU)
+            if cpu is not None and is_integral_cpu_amount(cpu):
+                return cpu.value()
+            return 0
+        by_init = 0
+        by_sidecars = 0
+        for container in pod.init_containers:
+            if CPU not in container.requests:
+                continue
+            requested = self.guaranteed_cpus(pod, container)
+            if container.is_restartable_init:
+                by_sidecars += requested
+            elif by_sidecars + requested > by_init:
+                by_init = by_sidecars + requested
+        by_apps = sum(self.guaranteed_cpus(pod, c) for c in pod.containers if CPU in c.requests)
+        return max(by_init, by_apps + by_sidecars)

@@ -1,0 +1,203 @@
+"""The memory manager (``memory_manager.go``): a Topology Manager hint provider over a policy and a state.
+
+Beyond the kubelet's surface it answers the queries the emulator's other parts need: memory blocks per
+container (podresources ``memory``), allocatable and assigned bytes per NUMA node (KEP-6007 scoring).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterable, Mapping
+
+from kubeletemu.memorymanager.errors import MemoryManagerError
+from kubeletemu.memorymanager.machine import MachineInfo
+from kubeletemu.memorymanager.policy import Policy
+from kubeletemu.memorymanager.policy_none import POLICY_NONE, NonePolicy
+from kubeletemu.memorymanager.policy_static import POLICY_STATIC, StaticPolicy
+from kubeletemu.memorymanager.quantity_format import GoQuantity
+from kubeletemu.memorymanager.reserved_memory import (
+    MemoryReservation,
+    QuantityLike,
+    get_node_allocatable_reservation,
+    get_system_reserved_memory,
+)
+from kubeletemu.memorymanager.state.state import Block, MemoryTable, State
+from kubeletemu.memorymanager.state.state_checkpoint import MEMORY_MANAGER_STATE_FILE, CheckpointState
+from kubeletemu.memorymanager.state.state_mem import MemoryState
+from kubeletemu.pod import Container, Pod
+from kubeletemu.quantity import Quantity
+from kubeletemu.topologymanager.hint import ProviderHints
+from kubeletemu.topologymanager.provider import Store
+
+POLICY_NAMES = (POLICY_NONE, POLICY_STATIC)
+
+# Returns the active pods (or their UIDs); state of any other pod is dropped before hints and allocation.
+ActivePodsFunc = Callable[[], Iterable[Pod | str]]
+
+
+class MemoryManager:
+    """``manager``: implements ``HintProvider``. Build it with :func:`new_manager`."""
+
+    def __init__(self, policy: Policy, state: State, active_pods: ActivePodsFunc | None = None) -> None:
+        self.policy = policy
+        self.state = state
+        self.active_pods = active_pods
+        self._lock = threading.RLock()
+        # containerID -> (pod UID, container name)
+        self._container_map: dict[str, tuple[str, str]] = {}
+        # The pod being admitted counts as active, like the kubelet's pending-admission pod.
+        self._pending_pod: str | None = None
+        self.policy.start(self.state)
+        self._allocatable = self.policy.get_allocatable_memory(self.state)
+
+    @property
+    def policy_name(self) -> str:
+        return self.policy.name()
+
+    # ---- HintProvider -----------------------------------------------------------------------------
+
+    def get_topology_hints(self, pod: Pod, container: Container) -> ProviderHints:
+        self._pending_pod = pod.uid
+        self.remove_stale_state()
+        with self._lock:
+            return self.policy.get_topology_hints(self.state, pod, container)
+
+    def get_pod_topology_hints(self, pod: Pod) -> ProviderHints:
+        self._pending_pod = pod.uid
+        self.remove_stale_state()
+        with self._lock:
+            return self.policy.get_pod_topology_hints(self.state, pod)
+
+    def allocate(self, pod: Pod, container: Container) -> None:
+        """Raises ``MemoryAllocationError`` with the kubelet's text when the policy refuses."""
+        self._pending_pod = pod.uid
+        self.remove_stale_state()
+        with self._lock:
+            self.policy.allocate(self.state, pod, container)
+
+    # ---- container lifecycle ----------------------------------------------------------------------
+
+    def add_container(self, pod: Pod, container: Container, container_id: str) -> None:
+        with self._lock:
+            self._container_map[container_id] = (pod.uid, container.name)
+
+    def remove_container(self, container_id: str) -> None:
+        """``RemoveContainer``: unknown ids are ignored."""
+        with self._lock:
+            ref = self._container_map.get(container_id)
+            if ref is None:
+                return
+            self._remove_by_ref(*ref)
+
+    def remove_container_by_ref(self, pod_uid: str, container_name: str) -> None:
+        with self._lock:
+            self._remove_by_ref(pod_uid, container_name)
+
+    def remove_pod(self, pod_uid: str) -> None:
+        """Release every container of a pod (deletion, or the emulator's clean-up after a rejection)."""
+        with self._lock:
+            for name in list(self.state.get_memory_assignments().get(pod_uid, {})):
+                self._remove_by_ref(pod_uid, name)
+            if self._pending_pod == pod_uid:
+                self._pending_pod = None
+
+    def _remove_by_ref(self, pod_uid: str, container_name: str) -> None:
+        self.policy.remove_container(self.state, pod_uid, container_name)
+        for cid in [c for c, ref in self._container_map.items() if ref == (pod_uid, container_name)]:
+            del self._container_map[cid]
+
+    def remove_stale_state(self) -> None:
+        """``removeStaleState``: drop containers of pods that are not active (needs ``active_pods``)."""
+        if self.active_pods is None:
+            return
+        active = {p if isinstance(p, str) else p.uid for p in self.active_pods()}
+        if self._pending_pod is not None:
+            active.add(self._pending_pod)
+        with self._lock:
+            for pod_uid, containers in self.state.get_memory_assignments().items():
+                if pod_uid in active:
+                    continue
+                for name in containers:
+                    self._remove_by_ref(pod_uid, name)
+
+    # ---- queries ----------------------------------------------------------------------------------
+
+    def get_memory(self, pod_uid: str, container_name: str) -> list[Block]:
+        """``GetMemory``: the container's blocks (podresources ``memory``: type, size, NUMA nodes)."""
+        return self.state.get_memory_blocks(pod_uid, container_name) or []
+
+    def get_memory_numa_nodes(self, pod: Pod, container: Container) -> set[int] | None:
+        """``GetMemoryNUMANodes``: the union of the container's block nodes, None without blocks."""
+        nodes = {n for b in self.get_memory(pod.uid, container.name) for n in b.numa_affinity}
+        return nodes or None
+
+    def get_allocatable_memory(self) -> list[Block]:
+        """``GetAllocatableMemory``: computed at start, one block per node and resource."""
+        return list(self._allocatable)
+
+    def memory_tables(self) -> dict[int, dict[str, MemoryTable]]:
+        """Node -> resource -> {total, systemReserved, allocatable, reserved, free} (copies)."""
+        return {node: dict(s.memory_map) for node, s in self.state.get_machine_state().items()}
+
+    def allocatable_per_numa(self) -> dict[int, dict[str, int]]:
+        return {n: {r: t.allocatable for r, t in m.items()} for n, m in self.memory_tables().items()}
+
+    def assigned_per_numa(self) -> dict[int, dict[str, int]]:
+        """Bytes reserved for containers per node and resource (KEP-6007's ``assignedBytes``)."""
+        return {n: {r: t.reserved for r, t in m.items()} for n, m in self.memory_tables().items()}
+
+    def numa_groups(self) -> dict[int, list[int]]:
+        return {n: list(s.cells) for n, s in self.state.get_machine_state().items()}
+
+
+def new_manager(
+    policy_name: str,
+    machine: MachineInfo,
+    affinity: Store,
+    *,
+    reserved_memory: Iterable[MemoryReservation | Mapping[str, object]] = (),
+    node_allocatable_reservation: Mapping[str, GoQuantity | Quantity] | None = None,
+    system_reserved: Mapping[str, QuantityLike] | None = None,
+    kube_reserved: Mapping[str, QuantityLike] | None = None,
+    eviction_hard_memory_available: str | Quantity | None = None,
+    state_dir: str | os.PathLike[str] | None = None,
+    checkpoint_name: str = MEMORY_MANAGER_STATE_FILE,
+    active_pods: ActivePodsFunc | None = None,
+) -> MemoryManager:
+    """``NewManager`` + ``Start``. ``policy_name`` is ``None`` or ``Static`` (the kubelet's spelling).
+
+    The node-allocatable reservation is taken as given, or computed from systemReserved + kubeReserved
+    + ``evictionHard[memory.available]`` (pass the kubelet default ``100Mi`` when the config omits it).
+    ``reserved_memory`` entries may be ``MemoryReservation`` or ``{"numaNode": 0, "limits": {...}}``.
+    ``state_dir`` None keeps the state in memory; otherwise ``<state_dir>/memory_manager_state`` is
+    restored (checksum verified) or created, and written on every change.
+    """
+    policy: Policy
+    if policy_name == POLICY_NONE:
+        policy = NonePolicy()
+    elif policy_name == POLICY_STATIC:
+        reservations = [_reservation(r) for r in reserved_memory]
+        if node_allocatable_reservation is None:
+            node_allocatable_reservation = get_node_allocatable_reservation(
+                machine, system_reserved, kube_reserved, eviction_hard_memory_available
+            )
+        system_reserved_memory = get_system_reserved_memory(
+            machine, node_allocatable_reservation, reservations
+        )
+        policy = StaticPolicy(machine, system_reserved_memory, affinity)
+    else:
+        raise MemoryManagerError(f'unknown policy: "{policy_name}"')
+    state: State
+    state = MemoryState() if state_dir is None else CheckpointState(state_dir, policy.name(), checkpoint_name)
+    return MemoryManager(policy, state, active_pods)
+
+
+def _reservation(entry: MemoryReservation | Mapping[str, object]) -> MemoryReservation:
+    if isinstance(entry, MemoryReservation):
+        return entry
+    numa = entry.get("numaNode", entry.get("numa_node"))
+    limits = entry.get("limits", {})
+    if not isinstance(numa, int) or not isinstance(limits, Mapping):
+        raise MemoryManagerError(f"reservedMemory: invalid entry {dict(entry)!r}")
+    return MemoryReservation.of(numa, limits)

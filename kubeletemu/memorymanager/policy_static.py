@@ -1,0 +1,499 @@
+"""The ``Static`` policy (``memorymanager/policy_static.go``): exclusive memory and hugepages per NUMA
+node or NUMA group for Guaranteed pods."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from kubeletemu.bitmask import BitMask, iterate_bitmasks
+from kubeletemu.memorymanager.errors import MemoryAllocationError, MemoryManagerError
+from kubeletemu.memorymanager.machine import MachineInfo
+from kubeletemu.memorymanager.quantity_format import hugepage_resource_name
+from kubeletemu.memorymanager.requests import (
+    RESOURCE_MEMORY,
+    get_pod_requested_resources,
+    get_requested_resources,
+)
+from kubeletemu.memorymanager.state.state import (
+    Block,
+    MemoryTable,
+    NUMANodeMap,
+    NUMANodeState,
+    State,
+)
+from kubeletemu.pod import Container, Pod, QOSClass
+from kubeletemu.topologymanager.hint import ProviderHints, TopologyHint
+from kubeletemu.topologymanager.provider import Store
+
+POLICY_STATIC = "Static"
+
+# pod UID -> NUMA mask -> resource -> bytes that regular init containers hold and app containers reuse.
+ReusableMemory = dict[str, dict[BitMask, dict[str, int]]]
+
+_EMPTY_TABLE = MemoryTable()
+
+
+def _table(machine_state: NUMANodeMap, node_id: int, resource: str) -> MemoryTable:
+    """The kubelet dereferences a missing table (nil pointer); we read it as all zeros instead."""
+    node = machine_state.get(node_id)
+    if node is None:
+        return _EMPTY_TABLE
+    return node.memory_map.get(resource, _EMPTY_TABLE)
+
+
+def _groups_equal(a: Sequence[int], b: Sequence[int]) -> bool:
+    return sorted(a) == sorted(b)
+
+
+def _is_hint_in_group(hint: Sequence[int], group: Sequence[int]) -> bool:
+    """``isHintInGroup``: every node of ``hint`` is in ``group``."""
+    return set(hint) <= set(group)
+
+
+def find_best_hint(hints: Sequence[TopologyHint]) -> TopologyHint:
+    """``findBestHint``: preferred beats non-preferred, then the narrower mask; the first one seeds."""
+    best = TopologyHint()
+    for hint in hints:
+        if best.affinity is None:
+            best = hint
+            continue
+        best_mask = best.affinity
+        if hint.preferred and not best.preferred:
+            best = hint
+            continue
+        if (
+            hint.preferred == best.preferred
+            and hint.affinity is not None
+            and hint.affinity.is_narrower_than(best_mask)
+        ):
+            best = hint
+    return best
+
+
+def is_affinity_violating_numa_allocations(machine_state: NUMANodeMap, mask: BitMask) -> bool:
+    """``isAffinityViolatingNUMAAllocations``: a multi-node mask may only reuse nodes of the same group.
+
+    A single-node mask never violates here (unlike the hint filter, which drops grouped nodes).
+    """
+    bits = mask.bits()
+    if len(bits) == 1:
+        return False
+    for node_id in bits:
+        node = machine_state.get(node_id)
+        if node is None or node.number_of_assignments == 0:
+            continue
+        if len(node.cells) == 1 or not _groups_equal(node.cells, bits):
+            return True
+    return False
+
+
+class StaticPolicy:
+    """``NewPolicyStatic``: refuses to start without reserved ``memory`` on some node."""
+
+    def __init__(
+        self,
+        machine: MachineInfo,
+        system_reserved: Mapping[int, Mapping[str, int]],
+        affinity: Store,
+    ) -> None:
+        total = sum(node.get(RESOURCE_MEMORY, 0) for node in system_reserved.values())
+        if total <= 0:
+            raise MemoryManagerError("[memorymanager] you should specify the system reserved memory")
+        self.machine = machine
+        self.system_reserved = {n: dict(r) for n, r in system_reserved.items()}
+        self.affinity = affinity
+        self.init_containers_reusable_memory: ReusableMemory = {}
+
+    def name(self) -> str:
+        return POLICY_STATIC
+
+    # ---- start / machine state ------------------------------------------------------------------
+
+    def _system_reserved(self, node_id: int, resource: str) -> int:
+        return self.system_reserved.get(node_id, {}).get(resource, 0)
+
+    def get_default_machine_state(self) -> NUMANodeMap:
+        """``getDefaultMachineState``: hugepages first, then memory minus reserved and hugepages."""
+        state: NUMANodeMap = {}
+        for node in self.machine.nodes:
+            memory_map: dict[str, MemoryTable] = {}
+            hugepages_total = 0
+            for page_size, pages in node.hugepages.items():
+                name = hugepage_resource_name(page_size)
+                reserved = self._system_reserved(node.id, name)
+                total = pages * page_size * 1024
+                allocatable = (total - reserved) % 2**64
+                memory_map[name] = MemoryTable(total, reserved, allocatable, 0, allocatable)
+                hugepages_total += total
+            reserved = self._system_reserved(node.id, RESOURCE_MEMORY)
+            allocatable = (node.memory - reserved - hugepages_total) % 2**64
+            memory_map[RESOURCE_MEMORY] = MemoryTable(node.memory, reserved, allocatable, 0, allocatable)
+            state[node.id] = NUMANodeState(0, memory_map, [node.id])
+        return state
+
+    def start(self, state: State) -> None:
+        """``Start`` / ``validateState``: install the default state, or check the restored one."""
+        machine_state = state.get_machine_state()
+        assignments = state.get_memory_assignments()
+        if not machine_state:
+            if assignments:
+                raise MemoryManagerError(
+                    "[memorymanager] machine state can not be empty when it has memory assignments"
+                )
+            state.set_machine_state(self.get_default_machine_state())
+            return
+        expected = self.get_default_machine_state()
+        for pod_uid, containers in assignments.items():
+            for name, blocks in containers.items():
+                for block in blocks:
+                    remaining = block.size
+                    for node_id in block.numa_affinity:
+                        node = expected.get(node_id)
+                        if node is None:
+                            raise MemoryManagerError(
+                                f"[memorymanager] (pod: {pod_uid}, container: {name}) the memory assignment "
+                                "uses the NUMA that does not exist"
+                            )
+                        node.number_of_assignments += 1
+                        node.cells = list(block.numa_affinity)
+                        table = node.memory_map.get(block.type)
+                        if table is None:
+                            raise MemoryManagerError(
+                                f"[memorymanager] (pod: {pod_uid}, container: {name}) the memory assignment "
+                                "uses memory resource that does not exist"
+                            )
+                        remaining = _charge(table, remaining)
+        if not are_machine_states_equal(machine_state, expected):
+            raise MemoryManagerError(
+                "[memorymanager] the expected machine state is different from the real one"
+            )
+
+    # ---- hints ----------------------------------------------------------------------------------
+
+    def get_topology_hints(self, state: State, pod: Pod, container: Container) -> ProviderHints:
+        if pod.qos_class != QOSClass.GUARANTEED:
+            return None
+        try:
+            requested = get_requested_resources(container)
+        except MemoryAllocationError:
+            return None
+        blocks = state.get_memory_blocks(pod.uid, container.name)
+        if blocks is not None:
+            return regenerate_hints(blocks, requested)
+        return self.calculate_hints(state.get_machine_state(), pod, requested)
+
+    def get_pod_topology_hints(self, state: State, pod: Pod) -> ProviderHints:
+        if pod.qos_class != QOSClass.GUARANTEED:
+            return None
+        try:
+            requested = get_pod_requested_resources(pod)
+        except MemoryAllocationError:
+            return None
+        for ctr in pod.all_containers():
+            blocks = state.get_memory_blocks(pod.uid, ctr.name)
+            if blocks is not None:
+                return regenerate_hints(blocks, requested)
+        return self.calculate_hints(state.get_machine_state(), pod, requested)
+
+    def _pod_reusable_memory(self, pod_uid: str, mask: BitMask, resource: str) -> int:
+        return self.init_containers_reusable_memory.get(pod_uid, {}).get(mask, {}).get(resource, 0)
+
+    def calculate_hints(
+        self, machine_state: NUMANodeMap, pod: Pod, requested: Mapping[str, int]
+    ) -> dict[str, list[TopologyHint]]:
+        """``calculateHints``: every mask with the capacity (allocatable) and the free memory, obeying the
+        group rules; preferred = the minimal node count among masks with enough *allocatable*."""
+        numa_nodes = sorted(machine_state)
+        min_affinity_size = len(numa_nodes)
+        hints: dict[str, list[TopologyHint]] = {}
+        for mask in iterate_bitmasks(numa_nodes):
+            bits = mask.bits()
+            single = len(bits) == 1
+            total_free = dict.fromkeys(requested, 0)
+            total_allocatable = dict.fromkeys(requested, 0)
+            for node_id in bits:
+                for resource in requested:
+                    table = _table(machine_state, node_id, resource)
+                    total_free[resource] += table.free
+                    total_allocatable[resource] += table.allocatable
+            if any(total_allocatable[r] < size for r, size in requested.items()):
+                continue
+            min_affinity_size = min(min_affinity_size, mask.count())
+            if single and len(machine_state[bits[0]].cells) > 1:
+                continue
+            if not single and _violates_groups(machine_state, bits):
+                continue
+            if any(
+                total_free[r] + self._pod_reusable_memory(pod.uid, mask, r) < size
+                for r, size in requested.items()
+            ):
+                continue
+            for resource in requested:
+                hints.setdefault(resource, []).append(TopologyHint(mask, False))
+        return {
+            resource: [
+                TopologyHint(h.affinity, h.affinity.count() == min_affinity_size)
+                for h in hs
+                if h.affinity is not None
+            ]
+            for resource, hs in hints.items()
+        }
+
+    # ---- allocate -------------------------------------------------------------------------------
+
+    def allocate(self, state: State, pod: Pod, container: Container) -> None:
+        if pod.qos_class != QOSClass.GUARANTEED:
+            return
+        blocks = state.get_memory_blocks(pod.uid, container.name)
+        if blocks is not None:
+            self._update_pod_reusable_memory(pod, container, blocks)
+            return
+        hint = self.affinity.get_affinity(pod.uid, container.name)
+        requested = get_requested_resources(container)
+        machine_state = state.get_machine_state()
+        best = hint
+        if hint.affinity is None:
+            default = self._get_default_hint(machine_state, pod, requested)
+            if not default.preferred and best.preferred:
+                raise MemoryAllocationError("[memorymanager] failed to find the default preferred hint")
+            best = default
+        assert best.affinity is not None
+        if not is_affinity_satisfy_request(machine_state, best.affinity, requested):
+            extended = self._extend_topology_manager_hint(machine_state, pod, requested, best.affinity)
+            if not extended.preferred and best.preferred:
+                raise MemoryAllocationError("[memorymanager] failed to find the extended preferred hint")
+            best = extended
+        assert best.affinity is not None
+        if is_affinity_violating_numa_allocations(machine_state, best.affinity):
+            raise MemoryAllocationError("[memorymanager] preferred hint violates NUMA node allocation")
+
+        mask = best.affinity
+        bits = tuple(mask.bits())
+        container_blocks: list[Block] = []
+        for resource, size in requested.items():
+            container_blocks.append(Block(bits, resource, size))
+            reusable = self._pod_reusable_memory(pod.uid, mask, resource)
+            update_machine_state(machine_state, bits, resource, 0 if reusable >= size else size - reusable)
+        self._update_pod_reusable_memory(pod, container, container_blocks)
+        state.set_machine_state(machine_state)
+        state.set_memory_blocks(pod.uid, container.name, container_blocks)
+        self._update_init_containers_memory_blocks(state, pod, container, container_blocks)
+
+    def _get_default_hint(
+        self, machine_state: NUMANodeMap, pod: Pod, requested: Mapping[str, int]
+    ) -> TopologyHint:
+        hints = self.calculate_hints(machine_state, pod, requested)
+        best = find_best_hint(hints.get(RESOURCE_MEMORY, []))
+        if not hints or best.affinity is None:
+            raise MemoryAllocationError(
+                "[memorymanager] failed to get the default NUMA affinity, no NUMA nodes with enough memory "
+                "is available"
+            )
+        return best
+
+    def _extend_topology_manager_hint(
+        self, machine_state: NUMANodeMap, pod: Pod, requested: Mapping[str, int], mask: BitMask
+    ) -> TopologyHint:
+        hints = self.calculate_hints(machine_state, pod, requested)
+        bits = mask.bits()
+        filtered = [
+            h
+            for h in hints.get(RESOURCE_MEMORY, [])
+            if h.affinity is not None and _is_hint_in_group(bits, h.affinity.bits())
+        ]
+        if not filtered:
+            raise MemoryAllocationError(
+                "[memorymanager] failed to find NUMA nodes to extend the current topology hint"
+            )
+        return find_best_hint(filtered)
+
+    def _update_pod_reusable_memory(self, pod: Pod, container: Container, blocks: Sequence[Block]) -> None:
+        """``updatePodReusableMemory``: only the current pod's entry survives; regular init containers
+        register their blocks (max per mask and type), other containers consume the credit."""
+        for uid in [u for u in self.init_containers_reusable_memory if u != pod.uid]:
+            del self.init_containers_reusable_memory[uid]
+        if _is_regular_init_container(pod, container):
+            per_mask = self.init_containers_reusable_memory.setdefault(pod.uid, {})
+            for block in blocks:
+                entry = per_mask.setdefault(BitMask.of(*block.numa_affinity), {})
+                if block.size > entry.get(block.type, 0):
+                    entry[block.type] = block.size
+            return
+        for block in blocks:
+            mask = BitMask.of(*block.numa_affinity)
+            reusable = self._pod_reusable_memory(pod.uid, mask, block.type)
+            if reusable != 0:
+                entry = self.init_containers_reusable_memory[pod.uid][mask]
+                entry[block.type] = 0 if block.size >= reusable else reusable - block.size
+
+    def _update_init_containers_memory_blocks(
+        self, state: State, pod: Pod, container: Container, container_blocks: Sequence[Block]
+    ) -> None:
+        """``updateInitContainersMemoryBlocks``: shrink earlier regular init containers' blocks by what
+        this container reused, so the pod's blocks add up to what the node really gave it."""
+        for container_block in container_blocks:
+            remaining = container_block.size
+            for init in pod.init_containers:
+                if init.name == container.name or remaining == 0:
+                    break
+                if init.is_restartable_init:
+                    continue
+                init_blocks = state.get_memory_blocks(pod.uid, init.name)
+                if not init_blocks:
+                    continue
+                updated: list[Block] = []
+                for block in init_blocks:
+                    if (
+                        block.size != 0
+                        and block.type == container_block.type
+                        and BitMask.of(*block.numa_affinity) == BitMask.of(*container_block.numa_affinity)
+                    ):
+                        if block.size > remaining:
+                            block = Block(block.numa_affinity, block.type, block.size - remaining)
+                            remaining = 0
+                        else:
+                            remaining -= block.size
+                            block = Block(block.numa_affinity, block.type, 0)
+                    updated.append(block)
+                state.set_memory_blocks(pod.uid, init.name, updated)
+
+    # ---- remove ---------------------------------------------------------------------------------
+
+    def remove_container(self, state: State, pod_uid: str, container_name: str) -> None:
+        """``RemoveContainer``: give each block back node by node, ungrouping nodes left unused."""
+        blocks = state.get_memory_blocks(pod_uid, container_name)
+        if blocks is None:
+            return
+        state.delete(pod_uid, container_name)
+        machine_state = state.get_machine_state()
+        for block in blocks:
+            released = block.size
+            for node_id in block.numa_affinity:
+                node = machine_state.get(node_id)
+                if node is None:
+                    continue
+                node.number_of_assignments -= 1
+                if node.number_of_assignments == 0:
+                    node.cells = [node_id]
+                if released == 0:
+                    continue
+                table = node.memory_map.get(block.type)
+                if table is None or table.reserved == 0:
+                    continue
+                if table.reserved < released:
+                    released -= table.reserved
+                    table.free += table.reserved
+                    table.reserved = 0
+                    continue
+                table.free += released
+                table.reserved -= released
+                released = 0
+        state.set_machine_state(machine_state)
+
+    def get_allocatable_memory(self, state: State) -> list[Block]:
+        """``GetAllocatableMemory``: one block per node and resource with non-zero allocatable."""
+        out = []
+        machine_state = state.get_machine_state()
+        for node_id in sorted(machine_state):
+            for resource, table in sorted(machine_state[node_id].memory_map.items()):
+                if table.allocatable != 0:
+                    out.append(Block((node_id,), resource, table.allocatable))
+        return out
+
+
+def _charge(table: MemoryTable, remaining: int) -> int:
+    """Move up to ``remaining`` bytes from free to reserved; return what is left to charge."""
+    if remaining == 0 or table.free <= 0:
+        return remaining
+    if table.free >= remaining:
+        table.reserved += remaining
+        table.free -= remaining
+        return 0
+    remaining -= table.free
+    table.reserved += table.free
+    table.free = 0
+    return remaining
+
+
+def update_machine_state(machine_state: NUMANodeMap, bits: Sequence[int], resource: str, size: int) -> None:
+    """``updateMachineState``: every node of the mask joins the group and counts the assignment; the
+    bytes are taken from the nodes in ascending order."""
+    for node_id in bits:
+        node = machine_state[node_id]
+        node.number_of_assignments += 1
+        node.cells = list(bits)
+        if size == 0:
+            continue
+        table = node.memory_map.get(resource)
+        if table is None:
+            continue
+        size = _charge(table, size)
+
+
+def _violates_groups(machine_state: NUMANodeMap, bits: Sequence[int]) -> bool:
+    for node_id in bits:
+        node = machine_state[node_id]
+        if node.number_of_assignments > 0 and (len(node.cells) == 1 or not _groups_equal(node.cells, bits)):
+            return True
+    return False
+
+
+def is_affinity_satisfy_request(
+    machine_state: NUMANodeMap, mask: BitMask, requested: Mapping[str, int]
+) -> bool:
+    for resource, size in requested.items():
+        if sum(_table(machine_state, n, resource).free for n in mask.bits()) < size:
+            return False
+    return True
+
+
+def regenerate_hints(blocks: Sequence[Block], requested: Mapping[str, int]) -> ProviderHints:
+    """``regenerateHints``: the stored blocks must match the request exactly, else no preference (nil)."""
+    hints: dict[str, list[TopologyHint]] = {resource: [] for resource in requested}
+    if len(blocks) != len(requested):
+        return None
+    for block in blocks:
+        if block.type not in requested or block.size != requested[block.type]:
+            return None
+        hints[block.type].append(TopologyHint(BitMask.of(*block.numa_affinity), True))
+    return hints
+
+
+def _is_regular_init_container(pod: Pod, container: Container) -> bool:
+    for init in pod.init_containers:
+        if init.name == container.name:
+            return not init.is_restartable_init
+    return False
+
+
+def are_machine_states_equal(ms1: NUMANodeMap, ms2: NUMANodeMap) -> bool:
+    """``areMachineStatesEqual``: same nodes, assignments, groups, totals; group-wide free/reserved."""
+    if len(ms1) != len(ms2):
+        return False
+    for node_id, s1 in ms1.items():
+        s2 = ms2.get(node_id)
+        if s2 is None:
+            return False
+        if s1.number_of_assignments != s2.number_of_assignments:
+            return False
+        if not _groups_equal(s1.cells, s2.cells):
+            return False
+        if len(s1.memory_map) != len(s2.memory_map):
+            return False
+        for resource, t1 in s1.memory_map.items():
+            t2 = s2.memory_map.get(resource)
+            if t2 is None:
+                return False
+            if (t1.total, t1.system_reserved, t1.allocatable) != (
+                t2.total,
+                t2.system_reserved,
+                t2.allocatable,
+            ):
+                return False
+            free1 = sum(_table(ms1, n, resource).free for n in s1.cells)
+            reserved1 = sum(_table(ms1, n, resource).reserved for n in s1.cells)
+            free2 = sum(_table(ms2, n, resource).free for n in s1.cells)
+            reserved2 = sum(_table(ms2, n, resource).reserved for n in s1.cells)
+            if free1 != free2 or reserved1 != reserved2:
+                return False
+    return True

@@ -1,0 +1,125 @@
+"""File-backed state (``state_checkpoint.go``): an in-memory cache written through on every change.
+
+Writes are atomic (temporary file in the same directory, fsync, rename), like the kubelet's file store.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+from pathlib import Path
+
+from kubeletemu.memorymanager.errors import MemoryManagerError
+from kubeletemu.memorymanager.state.checkpoint import (
+    LAYOUT_CLASSIC,
+    CheckpointError,
+    MemoryManagerCheckpoint,
+    marshal,
+    unmarshal,
+)
+from kubeletemu.memorymanager.state.state import (
+    Block,
+    ContainerMemoryAssignments,
+    NUMANodeMap,
+)
+from kubeletemu.memorymanager.state.state_mem import MemoryState
+
+MEMORY_MANAGER_STATE_FILE = "memory_manager_state"
+
+
+def write_file_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class CheckpointState:
+    """``NewCheckpointState``: restores from ``<state_dir>/<name>`` or creates it."""
+
+    def __init__(
+        self,
+        state_dir: str | os.PathLike[str],
+        policy_name: str,
+        checkpoint_name: str = MEMORY_MANAGER_STATE_FILE,
+        layout: str = LAYOUT_CLASSIC,
+    ) -> None:
+        self.path = Path(state_dir) / checkpoint_name
+        self.policy_name = policy_name
+        self.layout = layout
+        self._cache = MemoryState()
+        self._lock = threading.RLock()
+        try:
+            self._restore()
+        except (CheckpointError, MemoryManagerError, OSError) as err:
+            raise MemoryManagerError(
+                f"could not restore state from checkpoint: {err}, please drain this node and delete the "
+                f'memory manager checkpoint file "{self.path}" before restarting Kubelet'
+            ) from None
+
+    def _restore(self) -> None:
+        with self._lock:
+            try:
+                blob = self.path.read_bytes()
+            except FileNotFoundError:
+                self._store()
+                return
+            checkpoint = unmarshal(blob)
+            if checkpoint.policy_name != self.policy_name:
+                raise MemoryManagerError(
+                    f'[memorymanager] configured policy "{self.policy_name}" differs from state checkpoint '
+                    f'policy "{checkpoint.policy_name}"'
+                )
+            self._cache.set_machine_state(checkpoint.machine_state)
+            self._cache.set_memory_assignments(checkpoint.entries)
+
+    def _store(self) -> None:
+        checkpoint = MemoryManagerCheckpoint(
+            policy_name=self.policy_name,
+            machine_state=self._cache.get_machine_state(),
+            entries=self._cache.get_memory_assignments(),
+        )
+        write_file_atomic(self.path, marshal(checkpoint, self.layout))
+
+    def get_machine_state(self) -> NUMANodeMap:
+        return self._cache.get_machine_state()
+
+    def get_memory_blocks(self, pod_uid: str, container_name: str) -> list[Block] | None:
+        return self._cache.get_memory_blocks(pod_uid, container_name)
+
+    def get_memory_assignments(self) -> ContainerMemoryAssignments:
+        return self._cache.get_memory_assignments()
+
+    def set_machine_state(self, machine_state: NUMANodeMap) -> None:
+        with self._lock:
+            self._cache.set_machine_state(machine_state)
+            self._store()
+
+    def set_memory_blocks(self, pod_uid: str, container_name: str, blocks: list[Block]) -> None:
+        with self._lock:
+            self._cache.set_memory_blocks(pod_uid, container_name, blocks)
+            self._store()
+
+    def set_memory_assignments(self, assignments: ContainerMemoryAssignments) -> None:
+        with self._lock:
+            self._cache.set_memory_assignments(assignments)
+            self._store()
+
+    def delete(self, pod_uid: str, container_name: str) -> None:
+        with self._lock:
+            self._cache.delete(pod_uid, container_name)
+            self._store()
+
+    def clear_state(self) -> None:
+        with self._lock:
+            self._cache.clear_state()
+            self._store()

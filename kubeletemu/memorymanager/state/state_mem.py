@@ -1,0 +1,59 @@
+"""In-memory state (``state_mem.go``)."""
+
+from __future__ import annotations
+
+import threading
+
+from kubeletemu.memorymanager.state.state import (
+    Block,
+    ContainerMemoryAssignments,
+    NUMANodeMap,
+    clone_assignments,
+    clone_machine_state,
+)
+
+
+class MemoryState:
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._machine_state: NUMANodeMap = {}
+        self._assignments: ContainerMemoryAssignments = {}
+
+    def get_machine_state(self) -> NUMANodeMap:
+        with self._lock:
+            return clone_machine_state(self._machine_state)
+
+    def get_memory_blocks(self, pod_uid: str, container_name: str) -> list[Block] | None:
+        with self._lock:
+            blocks = self._assignments.get(pod_uid, {}).get(container_name)
+            return None if blocks is None else list(blocks)
+
+    def get_memory_assignments(self) -> ContainerMemoryAssignments:
+        with self._lock:
+            return clone_assignments(self._assignments)
+
+    def set_machine_state(self, machine_state: NUMANodeMap) -> None:
+        with self._lock:
+            self._machine_state = clone_machine_state(machine_state)
+
+    def set_memory_blocks(self, pod_uid: str, container_name: str, blocks: list[Block]) -> None:
+        with self._lock:
+            self._assignments.setdefault(pod_uid, {})[container_name] = list(blocks)
+
+    def set_memory_assignments(self, assignments: ContainerMemoryAssignments) -> None:
+        with self._lock:
+            self._assignments = clone_assignments(assignments)
+
+    def delete(self, pod_uid: str, container_name: str) -> None:
+        with self._lock:
+            containers = self._assignments.get(pod_uid)
+            if containers is None:
+                return
+            containers.pop(container_name, None)
+            if not containers:
+                del self._assignments[pod_uid]
+
+    def clear_state(self) -> None:
+        with self._lock:
+            self._machine_state = {}
+            self._assignments = {}
