@@ -1,0 +1,215 @@
+"""``EmulatorConfiguration`` (``kubeletemu.io/v1alpha1``): what the emulator needs beyond the kubelet's own
+configuration. Unlike ``KubeletConfiguration`` this format is ours, so an unknown field is an error (a typo
+would otherwise silently fall back to a default).
+
+```yaml
+apiVersion: kubeletemu.io/v1alpha1
+kind: EmulatorConfiguration
+devices:                      # device-plugin resources the emulated kubelet offers
+- resourceName: example.com/dev
+  devices:                    # a static list: ids and NUMA nodes (none = no topology)
+  - {id: dev0, numaNodes: [1]}
+- resourceName: intel.com/sriov_vf
+  pciSelector: {vendors: ["8086"], devices: ["154c"]}   # or PCI functions found on the host
+sysfsRoot: /sys               # where hostprobe reads the topology (a snapshot directory in tests)
+procfsRoot: /proc
+stateDir: /var/lib/kubeletemu # checkpoints: cpu_manager_state, memory_manager_state, ...
+socket: /run/kubeletemu/kubeletemu.sock                # the admission gRPC service
+podResourcesSocket: /run/kubeletemu/podresources.sock  # the kubelet podresources API
+metricsAddress: ""            # host:port for /metrics; empty = no HTTP listener
+kubeletRootDir: /var/lib/kubelet  # read-only: the real kubelet's checkpoints, for shadow mode
+shutdownGracePeriod: 10s      # in-flight RPCs get this long on SIGTERM (keep TimeoutStopSec above it)
+logLevel: info                # debug | info | warning | error
+```
+
+The command line (``--socket``, ``--state-dir``, ...) overrides the file.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kubeletemu.config import fields
+from kubeletemu.config.fields import Where
+from kubeletemu.config.pci_selector import PCISelector, parse_pci_selector
+from kubeletemu.config.validation import is_extended_resource_name
+
+API_VERSION = "kubeletemu.io/v1alpha1"
+KIND = "EmulatorConfiguration"
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_KEYS = (
+    "apiVersion",
+    "kind",
+    "devices",
+    "sysfsRoot",
+    "procfsRoot",
+    "stateDir",
+    "socket",
+    "podResourcesSocket",
+    "metricsAddress",
+    "kubeletRootDir",
+    "shutdownGracePeriod",
+    "logLevel",
+)
+
+
+@dataclass(frozen=True)
+class StaticDevice:
+    """One device of a static list: its id and the NUMA nodes of its ``TopologyInfo`` (empty: none)."""
+
+    id: str
+    numa_nodes: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class DeviceResource:
+    """A device-plugin resource: exactly one of a static device list or a PCI selector."""
+
+    resource_name: str
+    devices: tuple[StaticDevice, ...] = ()
+    pci_selector: PCISelector | None = None
+
+
+@dataclass(frozen=True)
+class EmulatorConfiguration:
+    devices: tuple[DeviceResource, ...] = ()
+    sysfs_root: str = "/sys"
+    procfs_root: str = "/proc"
+    state_dir: str = "/var/lib/kubeletemu"
+    socket: str = "/run/kubeletemu/kubeletemu.sock"
+    pod_resources_socket: str = "/run/kubeletemu/podresources.sock"
+    metrics_address: str | None = None
+    kubelet_root_dir: str = "/var/lib/kubelet"
+    shutdown_grace_period: float = 10.0  # seconds
+    log_level: str = "info"
+
+
+def parse_duration(text: str) -> float:
+    """A Go ``time.Duration`` string (``10s``, ``1m30s``, ``500ms``) in seconds; ``ValueError`` otherwise."""
+    pos, total = 0, 0.0
+    for match in _DURATION_PART.finditer(text):
+        if match.start() != pos:
+            break
+        total += float(match.group(1)) * _DURATION_UNITS[match.group(2)]
+        pos = match.end()
+    if not text or pos != len(text):
+        raise ValueError(f"invalid duration {text!r}: expected e.g. 10s, 1m30s or 500ms")
+    return total
+
+
+def parse_emulator_configuration(doc: Mapping[str, Any], where: Where) -> EmulatorConfiguration:
+    for key in doc:
+        if key not in _KEYS:
+            raise where.error(key, f"unknown field; expected one of {', '.join(_KEYS[2:])}")
+    defaults = EmulatorConfiguration()
+
+    def path_setting(key: str, default: str) -> str:
+        value = doc.get(key)
+        if value is None:
+            return default
+        text = fields.string(where, key, value)
+        if not text:
+            raise where.error(key, "must not be empty")
+        return text
+
+    metrics_address = doc.get("metricsAddress")
+    metrics = (
+        None if metrics_address in (None, "") else fields.string(where, "metricsAddress", metrics_address)
+    )
+    grace = defaults.shutdown_grace_period
+    if doc.get("shutdownGracePeriod") is not None:
+        text = fields.string(where, "shutdownGracePeriod", doc["shutdownGracePeriod"])
+        try:
+            grace = parse_duration(text)
+        except ValueError as err:
+            raise where.error("shutdownGracePeriod", str(err)) from None
+    log_level = defaults.log_level
+    if doc.get("logLevel") is not None:
+        log_level = fields.string(where, "logLevel", doc["logLevel"])
+        if log_level not in LOG_LEVELS:
+            raise where.error("logLevel", f"{log_level!r} is not one of {', '.join(LOG_LEVELS)}")
+
+    return EmulatorConfiguration(
+        devices=_device_resources(doc.get("devices"), where),
+        sysfs_root=path_setting("sysfsRoot", defaults.sysfs_root),
+        procfs_root=path_setting("procfsRoot", defaults.procfs_root),
+        state_dir=path_setting("stateDir", defaults.state_dir),
+        socket=path_setting("socket", defaults.socket),
+        pod_resources_socket=path_setting("podResourcesSocket", defaults.pod_resources_socket),
+        metrics_address=metrics,
+        kubelet_root_dir=path_setting("kubeletRootDir", defaults.kubelet_root_dir),
+        shutdown_grace_period=grace,
+        log_level=log_level,
+    )
+
+
+def _device_resources(value: Any, where: Where) -> tuple[DeviceResource, ...]:
+    resources: list[DeviceResource] = []
+    seen: dict[str, int] = {}
+    for index, raw in enumerate(fields.sequence(where, "devices", value)):
+        path = f"devices[{index}]"
+        entry = fields.mapping(where, path, raw)
+        for key in entry:
+            if key not in ("resourceName", "devices", "pciSelector"):
+                raise where.error(
+                    f"{path}.{key}", "unknown field; expected resourceName, devices or pciSelector"
+                )
+        if entry.get("resourceName") is None:
+            raise where.error(f"{path}.resourceName", "required")
+        name = fields.string(where, f"{path}.resourceName", entry["resourceName"])
+        if not is_extended_resource_name(name):
+            raise where.error(
+                f"{path}.resourceName",
+                f"{name!r} is not an extended resource name (<domain>/<name>, outside kubernetes.io)",
+            )
+        if name in seen:
+            raise where.error(f"{path}.resourceName", f"{name!r} is already defined by devices[{seen[name]}]")
+        seen[name] = index
+        has_list, has_selector = entry.get("devices") is not None, entry.get("pciSelector") is not None
+        if has_list == has_selector:
+            raise where.error(path, "give exactly one of devices (a static list) or pciSelector")
+        if has_selector:
+            selector = parse_pci_selector(where, f"{path}.pciSelector", entry["pciSelector"])
+            resources.append(DeviceResource(name, pci_selector=selector))
+        else:
+            resources.append(DeviceResource(name, devices=_static_devices(entry["devices"], where, path)))
+    return tuple(resources)
+
+
+def _static_devices(value: Any, where: Where, path: str) -> tuple[StaticDevice, ...]:
+    items = fields.sequence(where, f"{path}.devices", value)
+    if not items:
+        raise where.error(f"{path}.devices", "a static list needs at least one device")
+    devices: list[StaticDevice] = []
+    ids: set[str] = set()
+    for index, raw in enumerate(items):
+        device_path = f"{path}.devices[{index}]"
+        entry = fields.mapping(where, device_path, raw)
+        for key in entry:
+            if key not in ("id", "numaNodes"):
+                raise where.error(f"{device_path}.{key}", "unknown field; expected id or numaNodes")
+        if entry.get("id") is None:
+            raise where.error(f"{device_path}.id", "required")
+        device_id = fields.scalar_text(where, f"{device_path}.id", entry["id"])
+        if not device_id:
+            raise where.error(f"{device_path}.id", "must not be empty")
+        if device_id in ids:
+            raise where.error(f"{device_path}.id", f"duplicate device id {device_id!r}")
+        ids.add(device_id)
+        nodes: list[int] = []
+        for node_index, node in enumerate(
+            fields.sequence(where, f"{device_path}.numaNodes", entry.get("numaNodes"))
+        ):
+            node_path = f"{device_path}.numaNodes[{node_index}]"
+            node_id = fields.integer(where, node_path, node)
+            if node_id < 0:
+                raise where.error(node_path, f"NUMA node ids are non-negative, got {node_id}")
+            nodes.append(node_id)
+        devices.append(StaticDevice(device_id, tuple(sorted(set(nodes)))))
+    return tuple(devices)

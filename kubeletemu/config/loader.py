@@ -1,0 +1,90 @@
+"""Reading the configuration: one file with one or two YAML documents, or several files.
+
+Documents are told apart by ``kind``; each needs its ``apiVersion`` (the kubelet itself refuses a
+``KubeletConfiguration`` without ``apiVersion: kubelet.config.k8s.io/v1beta1``). A kind given twice is an
+error; a kind not given at all takes its defaults. Empty documents (a stray ``---``) are skipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubeletemu.config import emulator_config, kubelet_config
+from kubeletemu.config.emulator_config import EmulatorConfiguration, parse_emulator_configuration
+from kubeletemu.config.errors import ConfigError
+from kubeletemu.config.fields import Where, YAMLSyntaxError, yaml_documents
+from kubeletemu.config.kubelet_config import KubeletConfiguration, parse_kubelet_configuration
+
+_KINDS: dict[str, tuple[str, Callable[[Mapping[str, Any], Where], Any]]] = {
+    kubelet_config.KIND: (kubelet_config.API_VERSION, parse_kubelet_configuration),
+    emulator_config.KIND: (emulator_config.API_VERSION, parse_emulator_configuration),
+}
+
+
+@dataclass(frozen=True)
+class Config:
+    kubelet: KubeletConfiguration = field(default_factory=KubeletConfiguration)
+    emulator: EmulatorConfiguration = field(default_factory=EmulatorConfiguration)
+    # Where each kind came from (``file`` or ``file (document 2)``); absent kinds are defaults.
+    origins: Mapping[str, str] = field(default_factory=dict)
+
+
+def load_config(paths: Sequence[str]) -> Config:
+    """Read and validate the configuration files; raises :class:`ConfigError`."""
+    documents: list[tuple[Where, Any]] = []
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                text = handle.read()
+        except OSError as err:
+            raise ConfigError(f"{path}: cannot read: {err.strerror or err}") from None
+        except UnicodeDecodeError as err:
+            raise ConfigError(f"{path}: not UTF-8 text: {err.reason} at byte {err.start}") from None
+        documents.extend(_documents(text, path))
+    return _build(documents)
+
+
+def parse_config(text: str, source: str = "<config>") -> Config:
+    """Like :func:`load_config` for text already in memory."""
+    return _build(_documents(text, source))
+
+
+def _documents(text: str, source: str) -> list[tuple[Where, Any]]:
+    try:
+        loaded = yaml_documents(text)
+    except YAMLSyntaxError as err:
+        raise ConfigError(f"{source}: invalid YAML: {err}") from None
+    numbered = len(loaded) > 1
+    return [
+        (Where(f"{source} (document {index})" if numbered else source), doc)
+        for index, doc in enumerate(loaded, start=1)
+        if doc is not None
+    ]
+
+
+def _build(documents: list[tuple[Where, Any]]) -> Config:
+    parsed: dict[str, Any] = {}
+    origins: dict[str, str] = {}
+    for where, doc in documents:
+        if not isinstance(doc, Mapping):
+            raise where.error("", f"expected a mapping with apiVersion and kind, got {type(doc).__name__}")
+        kind = doc.get("kind")
+        if kind not in _KINDS:
+            supported = " or ".join(_KINDS)
+            problem = "required" if kind is None else f"{kind!r} is not supported"
+            raise where.error("kind", f"{problem}: expected {supported}")
+        api_version, parse = _KINDS[kind]
+        if doc.get("apiVersion") != api_version:
+            found = "missing" if doc.get("apiVersion") is None else f"{doc['apiVersion']!r} is not supported"
+            raise where.error("apiVersion", f"{found}: {kind} needs apiVersion {api_version}")
+        if kind in parsed:
+            raise where.error("kind", f"a second {kind}; the first is in {origins[kind]}")
+        parsed[kind] = parse(doc, where)
+        origins[kind] = where.source
+    return Config(
+        kubelet=parsed.get(kubelet_config.KIND, KubeletConfiguration()),
+        emulator=parsed.get(emulator_config.KIND, EmulatorConfiguration()),
+        origins=origins,
+    )

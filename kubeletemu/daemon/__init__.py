@@ -1,0 +1,1 @@
+"""The kubeletemu daemon: systemd integration, logging and metrics around the admission engine."""
