@@ -4,7 +4,6 @@ from kubeletemu.config.emulator_config import DeviceResource, EmulatorConfigurat
 from kubeletemu.config.errors import ConfigError
 from kubeletemu.config.kubelet_config import KubeletConfiguration
 from kubeletemu.config.loader import Config, load_config, parse_config
-from kubeletemu.config.pci_selector import PCISelector, PFName
 
 __all__ = [
     "Config",
@@ -12,8 +11,6 @@ __all__ = [
     "DeviceResource",
     "EmulatorConfiguration",
     "KubeletConfiguration",
-    "PCISelector",
-    "PFName",
     "StaticDevice",
     "load_config",
     "parse_config",

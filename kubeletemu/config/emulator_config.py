@@ -34,8 +34,9 @@ from typing import Any
 
 from kubeletemu.config import fields
 from kubeletemu.config.fields import Where
-from kubeletemu.config.pci_selector import PCISelector, parse_pci_selector
+from kubeletemu.config.pci_selector import parse_pci_selector
 from kubeletemu.config.validation import is_extended_resource_name
+from kubeletemu.devicemanager.pci_selector import PCISelector
 
 API_VERSION = "kubeletemu.io/v1alpha1"
 KIND = "EmulatorConfiguration"

@@ -201,11 +201,13 @@ def new_manager(
     feature_gates: Mapping[str, bool] | None = None,
     initial_containers: Mapping[str, tuple[str, str]] | None = None,
     start: bool = True,
+    state: State | None = None,
 ) -> CPUManager:
     """``NewManager`` (and, unless ``start=False``, ``Start``).
 
     ``node_allocatable_cpu_reservation`` is the cpu of kube-reserved + system-reserved (see
     ``reservation.node_allocatable_cpu_reservation``); ``reserved_system_cpus`` the explicit list.
+    ``state``, when given, is used instead of opening one (an in-memory copy for what-if questions).
     """
     policy: Policy
     if policy_name == POLICY_NONE:
@@ -225,7 +227,7 @@ def new_manager(
             raise type(err)(f"new static policy error: {err}") from None
     else:
         raise CPUManagerError(f'unknown policy: "{policy_name}"')
-    manager = CPUManager(policy, topology)
+    manager = CPUManager(policy, topology, state)
     if start:
         manager.start(state_dir, initial_containers)
     return manager

@@ -18,12 +18,7 @@ from kubeletemu.devicemanager.devices import (
 )
 from kubeletemu.devicemanager.errors import DeviceAllocationError, DeviceManagerError
 from kubeletemu.devicemanager.manager import DeviceManager
-from kubeletemu.devicemanager.pci_selector import (
-    PCIFunction,
-    PCISelector,
-    devices_from_pci,
-    select_pci_functions,
-)
+from kubeletemu.devicemanager.pci_selector import PCIFunction, PCISelector, PFRef, devices_from_pci
 from kubeletemu.devicemanager.topology_hints import (
     generate_device_topology_hints,
     get_container_device_request,
@@ -41,6 +36,7 @@ __all__ = [
     "DeviceManagerError",
     "PCIFunction",
     "PCISelector",
+    "PFRef",
     "PreferredAllocationCall",
     "PreferredAllocationFunc",
     "devices_from_pci",
@@ -50,5 +46,4 @@ __all__ = [
     "get_container_device_request",
     "get_pod_device_request",
     "make_device",
-    "select_pci_functions",
 ]

@@ -14,9 +14,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubeletemu.checkpointmanager import checksum as gd
 from kubeletemu.devicemanager.errors import DeviceManagerError
 from kubeletemu.devicemanager.pod_devices import PodDevicesEntry
-from kubeletemu.memorymanager.state import go_checksum as gd
 
 KUBELET_DEVICE_MANAGER_CHECKPOINT = "kubelet_internal_checkpoint"
 

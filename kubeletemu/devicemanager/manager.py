@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
+from kubeletemu.checkpointmanager import write_file_atomic
 from kubeletemu.devicemanager.allocation import PreferredAllocationCall, devices_to_allocate
 from kubeletemu.devicemanager.checkpoint import (
     KUBELET_DEVICE_MANAGER_CHECKPOINT,
@@ -33,7 +34,6 @@ from kubeletemu.devicemanager.topology_hints import (
     get_container_device_request,
     get_pod_device_request,
 )
-from kubeletemu.memorymanager.state.state_checkpoint import write_file_atomic
 from kubeletemu.pod import Container, Pod
 from kubeletemu.topologymanager.hint import ProviderHints, TopologyHint
 from kubeletemu.topologymanager.provider import Store
@@ -340,6 +340,10 @@ class DeviceManager:
             cp = unmarshal(source.read_bytes())
         except OSError as err:
             raise DeviceCheckpointError(f"cannot read device manager checkpoint {source}: {err}") from None
+        self.restore_checkpoint(cp)
+
+    def restore_checkpoint(self, cp: DeviceManagerCheckpoint) -> None:
+        """Take allocations from checkpoint data (a file read, or a live manager's ``checkpoint()``)."""
         with self._lock:
             self.pod_devices.from_checkpoint_data(cp.entries or [])
             self.allocated_devices = self.pod_devices.devices()

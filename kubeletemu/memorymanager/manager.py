@@ -164,6 +164,7 @@ def new_manager(
     state_dir: str | os.PathLike[str] | None = None,
     checkpoint_name: str = MEMORY_MANAGER_STATE_FILE,
     active_pods: ActivePodsFunc | None = None,
+    state: State | None = None,
 ) -> MemoryManager:
     """``NewManager`` + ``Start``. ``policy_name`` is ``None`` or ``Static`` (the kubelet's spelling).
 
@@ -171,7 +172,8 @@ def new_manager(
     + ``evictionHard[memory.available]`` (pass the kubelet default ``100Mi`` when the config omits it).
     ``reserved_memory`` entries may be ``MemoryReservation`` or ``{"numaNode": 0, "limits": {...}}``.
     ``state_dir`` None keeps the state in memory; otherwise ``<state_dir>/memory_manager_state`` is
-    restored (checksum verified) or created, and written on every change.
+    restored (checksum verified) or created, and written on every change. ``state``, when given, is used
+    as it is (an in-memory copy for what-if questions).
     """
     policy: Policy
     if policy_name == POLICY_NONE:
@@ -188,8 +190,10 @@ def new_manager(
         policy = StaticPolicy(machine, system_reserved_memory, affinity)
     else:
         raise MemoryManagerError(f'unknown policy: "{policy_name}"')
-    state: State
-    state = MemoryState() if state_dir is None else CheckpointState(state_dir, policy.name(), checkpoint_name)
+    if state is None:
+        state = (
+            MemoryState() if state_dir is None else CheckpointState(state_dir, policy.name(), checkpoint_name)
+        )
     return MemoryManager(policy, state, active_pods)
 
 

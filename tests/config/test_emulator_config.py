@@ -8,12 +8,11 @@ from kubeletemu.config import (
     ConfigError,
     DeviceResource,
     EmulatorConfiguration,
-    PCISelector,
-    PFName,
     StaticDevice,
     parse_config,
 )
 from kubeletemu.config.emulator_config import parse_duration
+from kubeletemu.devicemanager import PCISelector
 
 E = "emu.yaml: "
 HEADER = "apiVersion: kubeletemu.io/v1alpha1\nkind: EmulatorConfiguration\n"
@@ -67,24 +66,6 @@ def test_static_devices_without_topology_and_numeric_ids() -> None:
         "devices:\n- resourceName: vendor.io/fpga\n  devices: [{id: 7}, {id: b, numaNodes: [3, 1, 3]}]\n"
     ).devices
     assert resource.devices == (StaticDevice("7", ()), StaticDevice("b", (1, 3)))
-
-
-def test_pci_selector_fields_are_normalised() -> None:
-    [resource] = emulator(
-        "devices:\n- resourceName: intel.com/vf\n  pciSelector:\n"
-        "    vendors: ['0x8086']\n    devices: ['154C']\n    classes: ['0x0200']\n"
-        "    drivers: [iavf, vfio-pci]\n"
-        "    pciAddresses: ['0000:3B:02.0']\n    pfNames: [ens785f0, 'ens785f1#0-2,5']\n    isVF: true\n"
-    ).devices
-    assert resource.pci_selector == PCISelector(
-        vendors=("8086",),
-        devices=("154c",),
-        classes=("0200",),
-        drivers=("iavf", "vfio-pci"),
-        pci_addresses=("0000:3b:02.0",),
-        pf_names=(PFName("ens785f0"), PFName("ens785f1", frozenset({0, 1, 2, 5}))),
-        is_vf=True,
-    )
 
 
 @pytest.mark.parametrize(
@@ -182,51 +163,6 @@ def test_parse_duration_rejects(text: str) -> None:
             "devices: [{resourceName: a.io/x, devices: [{id: a, numa: [0]}]}]\n",
             E + "devices[0].devices[0].numa: unknown field; expected id or numaNodes",
             id="device_unknown_field",
-        ),
-        pytest.param(
-            "devices: [{resourceName: a.io/x, pciSelector: {isVF: true}}]\n",
-            E + "devices[0].pciSelector: select by at least one of vendors, devices",
-            id="selector_empty",
-        ),
-        pytest.param(
-            "devices: [{resourceName: a.io/x, pciSelector: {vendor: ['8086']}}]\n",
-            E + "devices[0].pciSelector.vendor: unknown field; expected one of vendors,",
-            id="selector_unknown",
-        ),
-        pytest.param(
-            "devices: [{resourceName: a.io/x, pciSelector: {vendors: [intel]}}]\n",
-            E + "devices[0].pciSelector.vendors[0]: 'intel' is not a 4-digit hex vendor id",
-            id="selector_vendor",
-        ),
-        pytest.param(
-            "devices: [{resourceName: a.io/x, pciSelector: {classes: ['020']}}]\n",
-            E + "devices[0].pciSelector.classes[0]: '020' is not a PCI class prefix of 2, 4 or 6 hex digits",
-            id="selector_class",
-        ),
-        pytest.param(
-            "devices: [{resourceName: a.io/x, pciSelector: {pciAddresses: ['3b:02.0']}}]\n",
-            E + "devices[0].pciSelector.pciAddresses[0]: '3b:02.0' is not a PCI address",
-            id="selector_address",
-        ),
-        pytest.param(
-            "devices: [{resourceName: a.io/x, pciSelector: {pfNames: ['ens1#3-1']}}]\n",
-            E + "devices[0].pciSelector.pfNames[0]: VF index range '3-1' runs backwards",
-            id="selector_pf_range",
-        ),
-        pytest.param(
-            "devices: [{resourceName: a.io/x, pciSelector: {pfNames: ['ens1#0-99999999']}}]\n",
-            E + "devices[0].pciSelector.pfNames[0]: VF index 99999999 is beyond any PF",
-            id="selector_pf_huge",
-        ),
-        pytest.param(
-            "devices: [{resourceName: a.io/x, pciSelector: {pfNames: ['ens1#x']}}]\n",
-            E + "devices[0].pciSelector.pfNames[0]: 'ens1#x' is not a netdev name",
-            id="selector_pf_syntax",
-        ),
-        pytest.param(
-            "devices: [{resourceName: a.io/x, pciSelector: {drivers: [iavf], isVF: 'yes'}}]\n",
-            E + "devices[0].pciSelector.isVF: expected true or false, got a string",
-            id="selector_is_vf",
         ),
     ],
 )

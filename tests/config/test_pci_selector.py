@@ -1,115 +1,109 @@
-"""PCI selectors applied to a small SR-IOV host: two PFs with VFs, a GPU, a bridge."""
+"""``pciSelector`` of an EmulatorConfiguration device resource: parsing and its error messages (what a
+selector selects is tested in ``tests/devicemanager/test_pci_selector.py``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pytest
 
-from kubeletemu.config import PCISelector, PFName, parse_config
+from kubeletemu.config import ConfigError, parse_config
+from kubeletemu.devicemanager import PCISelector, PFRef
+
+PREFIX = "emu.yaml: devices[0].pciSelector"
 
 
-@dataclass(frozen=True)
-class Function:
-    """The attributes a selector reads (hostprobe's PciDevice has the same names)."""
-
-    address: str
-    class_code: str | None
-    vendor: str | None
-    device: str | None
-    driver: str | None = None
-    physfn: str | None = None
-    virtfns: tuple[str, ...] = ()
-    netdevs: tuple[str, ...] = ()
+def selector(body: str) -> PCISelector:
+    config = parse_config(
+        "apiVersion: kubeletemu.io/v1alpha1\nkind: EmulatorConfiguration\n"
+        f"devices:\n- resourceName: intel.com/vf\n  pciSelector: {body}\n",
+        "emu.yaml",
+    ).emulator
+    parsed = config.devices[0].pci_selector
+    assert parsed is not None
+    return parsed
 
 
-PF0 = Function(
-    "0000:3b:00.0", "0x020000", "0x8086", "0x1593", "ice",
-    virtfns=("0000:3b:01.0", "0000:3b:01.1", "0000:3b:01.2"), netdevs=("ens785f0",),
-)  # fmt: skip
-PF1 = Function(
-    "0000:5e:00.0", "0x020000", "0x8086", "0x1593", "ice", virtfns=("0000:5e:01.0",), netdevs=("ens786f0",)
-)
-VFS = [
-    Function(
-        "0000:3b:01.0", "0x020000", "0x8086", "0x1889", "iavf", physfn=PF0.address, netdevs=("ens785f0v0",)
-    ),
-    Function("0000:3b:01.1", "0x020000", "0x8086", "0x1889", "vfio-pci", physfn=PF0.address),
-    Function("0000:3b:01.2", "0x020000", "0x8086", "0x1889", "iavf", physfn=PF0.address),
-    Function("0000:5e:01.0", "0x020000", "0x8086", "0x1889", "iavf", physfn=PF1.address),
-]
-GPU = Function("0000:af:00.0", "0x030200", "0x10de", "0x20b5", "nvidia")
-BRIDGE = Function("0000:00:01.0", "0x060400", "0x8086", "0x2030", "pcieport")
-TRIMMED = Function("0000:00:1f.0", None, None, None)  # a capture without attributes
-HOST = [BRIDGE, PF0, *VFS, PF1, GPU, TRIMMED]
-
-
-def selected(selector: PCISelector) -> list[str]:
-    return [fn.address for fn in selector.select(HOST)]
+def test_every_field_normalised() -> None:
+    parsed = selector(
+        "\n    vendors: ['0x8086', 8086]\n    devices: ['154C']\n    classes: ['0x0200', '03']\n"
+        "    drivers: [iavf, vfio-pci]\n    pciAddresses: ['0000:3B:02.0', '10000:01:00.0']\n"
+        "    pfNames: [ens785f0, 'ens785f1#0-2,5']\n    rootDevices: ['0000:5e:00.0#3', '0000:5E:01.0']\n"
+        "    isVF: true"
+    )
+    assert parsed == PCISelector(
+        vendors=("8086", "8086"),
+        devices=("154c",),
+        classes=("0200", "03"),
+        drivers=("iavf", "vfio-pci"),
+        pci_addresses=("0000:3b:02.0", "10000:01:00.0"),
+        pf_names=(PFRef("ens785f0"), PFRef("ens785f1", frozenset({0, 1, 2, 5}))),
+        root_devices=(PFRef("0000:5e:00.0", frozenset({3})), PFRef("0000:5E:01.0")),
+        is_vf=True,
+    )
 
 
 @pytest.mark.parametrize(
-    ("selector", "addresses"),
+    ("body", "message"),
     [
+        pytest.param("{isVF: true}", ": select by at least one of vendors, devices, classes", id="empty"),
+        pytest.param("[]", ": expected a mapping, got a list", id="not_a_mapping"),
+        pytest.param("{vendor: ['8086']}", ".vendor: unknown field; expected one of vendors,", id="unknown"),
+        pytest.param("{vendors: '8086'}", ".vendors: expected a list, got a string", id="not_a_list"),
         pytest.param(
-            PCISelector(vendors=("8086",), devices=("1889",)), [v.address for v in VFS], id="vendor_device"
+            "{vendors: [intel]}", ".vendors[0]: 'intel' is not a 4-digit hex vendor id", id="vendor"
         ),
         pytest.param(
-            PCISelector(vendors=("8086",)),
-            [BRIDGE.address, PF0.address, *[v.address for v in VFS], PF1.address],
-            id="vendor_only",
-        ),
-        pytest.param(PCISelector(classes=("03",)), [GPU.address], id="class_prefix_2"),
-        pytest.param(PCISelector(classes=("0200",), is_vf=False), [PF0.address, PF1.address], id="pfs_only"),
-        pytest.param(
-            PCISelector(classes=("020000", "0302")),
-            [PF0.address, *[v.address for v in VFS], PF1.address, GPU.address],
-            id="classes_or",
-        ),
-        pytest.param(PCISelector(devices=("1889",), drivers=("vfio-pci",)), ["0000:3b:01.1"], id="driver"),
-        pytest.param(
-            PCISelector(drivers=("iavf",), is_vf=True),
-            ["0000:3b:01.0", "0000:3b:01.2", "0000:5e:01.0"],
-            id="is_vf",
+            "{devices: ['0x15']}", ".devices[0]: '0x15' is not a 4-digit hex device id", id="device"
         ),
         pytest.param(
-            PCISelector(pci_addresses=("0000:af:00.0", "0000:5e:01.0")),
-            ["0000:5e:01.0", GPU.address],
-            id="addresses_keep_host_order",
+            "{classes: ['020']}",
+            ".classes[0]: '020' is not a PCI class prefix of 2, 4 or 6 hex digits",
+            id="class",
         ),
         pytest.param(
-            PCISelector(pf_names=(PFName("ens785f0"),)),
-            [PF0.address, "0000:3b:01.0", "0000:3b:01.1", "0000:3b:01.2"],
-            id="pf_name",
+            "{classes: [0200]}",
+            ".classes[0]: '128' is not a PCI class prefix of 2, 4 or 6 hex digits such as 0200 (YAML read an "
+            "unquoted number; quote the value)",
+            id="class_octal",
+        ),
+        pytest.param("{drivers: [[iavf]]}", ".drivers[0]: expected a string, got a list", id="driver"),
+        pytest.param(
+            "{pciAddresses: ['3b:02.0']}",
+            ".pciAddresses[0]: '3b:02.0' is not a PCI address",
+            id="short_address",
+        ),
+        pytest.param("{pfNames: [5]}", ".pfNames[0]: expected a string, got an integer", id="pf_type"),
+        pytest.param(
+            "{pfNames: ['ens1#3-1']}", ".pfNames[0]: VF index range '3-1' runs backwards", id="pf_range"
         ),
         pytest.param(
-            PCISelector(pf_names=(PFName("ens785f0", frozenset({0, 2})),)),
-            ["0000:3b:01.0", "0000:3b:01.2"],
-            id="pf_name_vf_range",
+            "{pfNames: ['ens1#0-99999999']}", ".pfNames[0]: VF index 99999999 is beyond any PF", id="pf_huge"
+        ),
+        pytest.param("{pfNames: ['ens1#x']}", ".pfNames[0]: 'ens1#x' is not a netdev name", id="pf_syntax"),
+        pytest.param(
+            "{pfNames: ['ens1#1,']}", ".pfNames[0]: 'ens1#1,' is not a netdev name", id="pf_trailing"
+        ),
+        pytest.param("{pfNames: ['#1']}", ".pfNames[0]: '#1' is not a netdev name", id="pf_missing"),
+        pytest.param(
+            "{rootDevices: [ens1]}",
+            ".rootDevices[0]: 'ens1' is not a PF's PCI address",
+            id="root_not_address",
         ),
         pytest.param(
-            PCISelector(pf_names=(PFName("ens786f0"),), is_vf=True), ["0000:5e:01.0"], id="pf_name_vfs"
+            "{rootDevices: ['0000:3b:00.0#2-']}",
+            ".rootDevices[0]: '0000:3b:00.0#2-' is not a PF's PCI address",
+            id="root_range_syntax",
         ),
-        pytest.param(PCISelector(pf_names=(PFName("ens785f0v0"),)), [], id="vf_netdev_is_not_a_pf_name"),
-        pytest.param(PCISelector(vendors=("15b3",)), [], id="nothing"),
+        pytest.param(
+            "{rootDevices: ['0000:3b:00.0#4-2']}",
+            ".rootDevices[0]: VF index range '4-2' runs backwards",
+            id="root_range",
+        ),
+        pytest.param(
+            "{drivers: [iavf], isVF: 'yes'}", ".isVF: expected true or false, got a string", id="is_vf"
+        ),
     ],
 )
-def test_select(selector: PCISelector, addresses: list[str]) -> None:
-    assert selected(selector) == addresses
-
-
-def test_selector_from_config_selects_like_the_sriov_plugin() -> None:
-    config = parse_config(
-        "apiVersion: kubeletemu.io/v1alpha1\nkind: EmulatorConfiguration\n"
-        "devices:\n- resourceName: intel.com/sriov_netdevice\n"
-        "  pciSelector: {vendors: ['8086'], devices: ['1889'], drivers: [iavf], pfNames: ['ens785f0#0-1']}\n"
-    ).emulator
-    selector = config.devices[0].pci_selector
-    assert selector is not None
-    assert selected(selector) == ["0000:3b:01.0"]
-
-
-def test_vf_whose_pf_is_not_among_the_functions() -> None:
-    orphan = Function("0000:d8:02.0", "0x020000", "0x8086", "0x154c", "iavf", physfn="0000:d8:00.0")
-    assert PCISelector(pf_names=(PFName("ens9"),)).select([orphan]) == []
-    assert PCISelector(devices=("154c",)).select([orphan]) == [orphan]
+def test_rejected(body: str, message: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        selector(body)
+    assert str(err.value).startswith(PREFIX + message)

@@ -3,7 +3,6 @@
 from kubeletemu.cpumanager.state.checkpoint import (
     CPUManagerCheckpoint,
     CPUManagerCheckpointV1,
-    fnv32a,
     load_checkpoint,
     migrate_v1_to_v2,
 )
@@ -19,7 +18,6 @@ from kubeletemu.cpumanager.state.state_checkpoint import (
     CheckpointState,
     checkpoint_to_state,
     read_checkpoint_file,
-    write_file_atomically,
 )
 from kubeletemu.cpumanager.state.state_mem import MemoryState
 
@@ -35,9 +33,7 @@ __all__ = [
     "State",
     "Writer",
     "checkpoint_to_state",
-    "fnv32a",
     "load_checkpoint",
     "migrate_v1_to_v2",
     "read_checkpoint_file",
-    "write_file_atomically",
 ]

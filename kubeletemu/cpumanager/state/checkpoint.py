@@ -21,22 +21,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubeletemu.checkpointmanager import fnv32a
 from kubeletemu.cpumanager.errors import CheckpointError, CorruptCheckpointError
 
 _GO_STRUCT_V2 = "CPUManagerCheckpoint"
 _GO_STRUCT_V1 = "CPUManagerCheckpointV1"
 _UINT64_MAX = (1 << 64) - 1
-
-FNV32_OFFSET_BASIS = 0x811C9DC5
-FNV32_PRIME = 0x01000193
-
-
-def fnv32a(data: bytes) -> int:
-    """FNV-1a, 32 bits (``hash/fnv.New32a``)."""
-    value = FNV32_OFFSET_BASIS
-    for byte in data:
-        value = ((value ^ byte) * FNV32_PRIME) & 0xFFFFFFFF
-    return value
 
 
 def _spew_string_map(values: Mapping[str, str] | None) -> str:

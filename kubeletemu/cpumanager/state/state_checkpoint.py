@@ -12,14 +12,13 @@ them is not settled upstream, so the file stays in the V2 format every kubelet r
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-import tempfile
 import threading
 from collections.abc import Mapping
 from pathlib import Path
 
+from kubeletemu.checkpointmanager import write_file_atomic
 from kubeletemu.cpumanager.cpuset import CPUSet
 from kubeletemu.cpumanager.errors import CheckpointError, CheckpointNotFoundError, CPUSetError, StateError
 from kubeletemu.cpumanager.go_semantics import go_quote
@@ -30,28 +29,6 @@ from kubeletemu.cpumanager.state.state_mem import MemoryState
 log = logging.getLogger(__name__)
 
 CPU_MANAGER_STATE_FILE = "cpu_manager_state"
-
-
-def write_file_atomically(path: Path, data: bytes) -> None:
-    """Write ``data`` so that readers see the old or the new content, never a torn file."""
-    directory = path.parent
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp_name, 0o644)
-        os.replace(tmp_name, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp_name)
-        raise
-    dir_fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
 
 
 def read_checkpoint_file(path: Path, lookup: ContainerRefLookup | None = None) -> CPUManagerCheckpoint:
@@ -148,7 +125,7 @@ class CheckpointState:
                 for pod, containers in self._cache.get_cpu_assignments().items()
             },
         )
-        write_file_atomically(self.path, checkpoint.marshal())
+        write_file_atomic(self.path, checkpoint.marshal())
 
     # -- Reader --------------------------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubeletemu.memorymanager.state import go_checksum as gd
+from kubeletemu.checkpointmanager import checksum as gd
 from kubeletemu.memorymanager.state.state import (
     Block,
     ContainerMemoryAssignments,

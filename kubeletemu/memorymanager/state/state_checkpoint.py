@@ -6,10 +6,10 @@ Writes are atomic (temporary file in the same directory, fsync, rename), like th
 from __future__ import annotations
 
 import os
-import tempfile
 import threading
 from pathlib import Path
 
+from kubeletemu.checkpointmanager import write_file_atomic
 from kubeletemu.memorymanager.errors import MemoryManagerError
 from kubeletemu.memorymanager.state.checkpoint import (
     LAYOUT_CLASSIC,
@@ -26,21 +26,6 @@ from kubeletemu.memorymanager.state.state import (
 from kubeletemu.memorymanager.state.state_mem import MemoryState
 
 MEMORY_MANAGER_STATE_FILE = "memory_manager_state"
-
-
-def write_file_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 class CheckpointState:

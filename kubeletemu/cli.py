@@ -1,0 +1,281 @@
+"""The ``kubeletemu`` command: the daemon (``serve``) and its clients.
+
+Exit status: 0 when every pod was admitted (or the command succeeded), 1 when a pod was rejected, 2 on a
+usage or input error, with one readable line on standard error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+import grpc
+from google.protobuf import json_format
+
+from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
+from kubeletemu._proto.kubeletemu.v1 import admission_pb2_grpc as pb_grpc
+from kubeletemu.manifest import ManifestError, pod_to_manifest, read_pods
+
+DEFAULT_SOCKET = "/run/kubeletemu/kubeletemu.sock"
+EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
+
+
+class CLIError(Exception):
+    """A one-line error for standard error, exit status 2."""
+
+
+def _fail(message: str) -> NoReturn:
+    raise CLIError(message)
+
+
+def _stub(socket: str) -> pb_grpc.AdmissionStub:
+    channel = grpc.insecure_channel(f"unix:{socket}")
+    return pb_grpc.AdmissionStub(channel)
+
+
+def _call(method: Any, request: Any) -> Any:
+    try:
+        return method(request, timeout=30)
+    except grpc.RpcError as err:
+        code = err.code()
+        detail = err.details() or ""
+        if code == grpc.StatusCode.UNAVAILABLE:
+            _fail(f"cannot reach the daemon: {detail}")
+        _fail(f"{code.name}: {detail}")
+
+
+def _to_dict(message: Any) -> dict[str, Any]:
+    out: dict[str, Any] = json_format.MessageToDict(
+        message, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
+    )
+    return out
+
+
+def _affinity(container: dict[str, Any]) -> list[int] | None:
+    hint = container.get("affinity")
+    if not hint or hint.get("any_numa"):
+        return None
+    return list(hint.get("numa_nodes", []))
+
+
+def _pod_json(response: pb.AdmitResponse) -> dict[str, Any]:
+    doc = _to_dict(response)
+    for container in doc["containers"]:
+        container["numa_affinity"] = _affinity(container)
+    return doc
+
+
+def _fmt_container(c: dict[str, Any]) -> str:
+    hint = c.get("affinity")
+    if not hint:
+        affinity = "-"
+    elif hint.get("any_numa"):
+        affinity = f"any{' (preferred)' if hint.get('preferred') else ''}"
+    else:
+        affinity = f"{hint['numa_nodes']}{' preferred' if hint.get('preferred') else ''}"
+    cpus = ",".join(map(str, c.get("cpu_ids", []))) or "-"
+    cpus = cpus if c.get("exclusive_cpus") else f"shared({cpus})"
+    memory = (
+        ", ".join(f"{b['memory_type']}={b['size']}@{b['numa_nodes']}" for b in c.get("memory", [])) or "-"
+    )
+    devices = (
+        ", ".join(f"{d['resource_name']}={','.join(d['device_ids'])}" for d in c.get("devices", [])) or "-"
+    )
+    head = f"  {c['name']:<20} {c['kind']:<8} numa={affinity:<16} cpus={cpus:<20}"
+    return f"{head} memory={memory}  devices={devices}"
+
+
+def _print_admit(doc: dict[str, Any]) -> None:
+    verdict = "ADMITTED" if doc["admitted"] else f"REJECTED {doc['reason']}: {doc['message']}"
+    print(f"{doc['namespace']}/{doc['name']} ({doc['uid']}) {doc['qos_class']}: {verdict}")
+    if doc.get("decided_by") and not doc["admitted"]:
+        print(f"  decided by the {doc['decided_by']} admit handler")
+    for container in doc["containers"]:
+        print(_fmt_container(container))
+    if doc.get("cleanup"):
+        print(f"  released: {doc['cleanup']}")
+
+
+def _read(path: str) -> list[Any]:
+    try:
+        return read_pods(path)
+    except ManifestError as err:
+        _fail(str(err))
+    except OSError as err:
+        _fail(f"{path}: {err.strerror}")
+
+
+def cmd_admit(args: argparse.Namespace, dry_run: bool) -> int:
+    stub = _stub(args.socket)
+    rejected = False
+    docs = []
+    for pod in _read(args.file):
+        source = pb.PodSource(manifest=json.dumps(pod_to_manifest(pod)))
+        if dry_run:
+            overrides = pb.PolicyOverrides()
+            if args.policy:
+                overrides.topology_manager_policy = args.policy
+            if args.scope:
+                overrides.topology_manager_scope = args.scope
+            if args.policy_option is not None:
+                overrides.replace_policy_options = True
+                for item in args.policy_option:
+                    key, sep, value = item.partition("=")
+                    if not sep:
+                        _fail(f"--policy-option {item!r}: expected KEY=VALUE")
+                    overrides.topology_manager_policy_options[key] = value
+            response = _call(stub.WouldAdmit, pb.WouldAdmitRequest(pod=source, overrides=overrides))
+        else:
+            response = _call(stub.Admit, pb.AdmitRequest(pod=source))
+        doc = _pod_json(response)
+        rejected |= not doc["admitted"]
+        if args.output == "json":
+            docs.append(doc)
+        else:
+            _print_admit(doc)
+    if args.output == "json":
+        print(json.dumps(docs if len(docs) != 1 else docs[0], indent=2))
+    return EXIT_REJECTED if rejected else EXIT_OK
+
+
+def cmd_remove(args: argparse.Namespace) -> int:
+    response = _call(_stub(args.socket).RemovePod, pb.RemovePodRequest(uid=args.uid))
+    if args.output == "json":
+        print(json.dumps(_to_dict(response), indent=2))
+    else:
+        print(f"removed {response.namespace}/{response.name} ({response.uid})")
+    return EXIT_OK
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    response = _call(_stub(args.socket).ListPods, pb.ListPodsRequest())
+    doc = _to_dict(response)
+    if args.output == "json":
+        print(json.dumps(doc, indent=2))
+        return EXIT_OK
+    for pod in doc["pods"]:
+        print(f"{pod['namespace']}/{pod['name']} ({pod['uid']}) {pod['qos_class']}")
+        for container in pod["containers"]:
+            print(_fmt_container(container))
+    return EXIT_OK
+
+
+def cmd_topology(args: argparse.Namespace) -> int:
+    doc = _to_dict(_call(_stub(args.socket).GetNodeTopology, pb.GetNodeTopologyRequest()))
+    if args.output == "json":
+        print(json.dumps(doc, indent=2))
+        return EXIT_OK
+    print(
+        f"topologyManagerPolicy={doc['topology_manager_policy']} scope={doc['topology_manager_scope']} "
+        f"cpuManagerPolicy={doc['cpu_manager_policy']} memoryManagerPolicy={doc['memory_manager_policy']}"
+    )
+    for node in doc["numa_nodes"]:
+        free = len(node["free_cpu_ids"])
+        print(
+            f"node {node['id']}: cpus {len(node['cpu_ids'])} (free {free}), memory free "
+            f"{node['memory_free_bytes']} of {node['memory_allocatable_bytes']} allocatable"
+        )
+    for error in doc["kubelet_start_errors"]:
+        print(f"a real kubelet would not start here: {error}")
+    return EXIT_OK
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from kubeletemu.daemon.logging import configure_logging
+    from kubeletemu.daemon.server import ServeOptions, StartupError, serve
+
+    configure_logging(args.log_level)
+    options = ServeOptions(
+        config_paths=args.config or (),
+        socket=args.socket,
+        podresources_socket=args.podresources_socket,
+        state_dir=args.state_dir,
+        sysfs_root=args.sysfs_root,
+        procfs_root=args.procfs_root,
+        metrics_address=args.metrics_address,
+        sample=args.sample,
+    )
+    try:
+        return serve(options)
+    except StartupError as err:
+        _fail(str(err))
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    from hostprobe.__main__ import main as probe_main
+
+    argv = ["--sysfs-root", args.sysfs_root, "--procfs-root", args.procfs_root]
+    if args.output == "json":
+        argv.append("--json")
+    return probe_main(argv)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kubeletemu", description="The kubelet's NUMA-aware admission, emulated."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def client(name: str, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text)
+        p.add_argument("--socket", default=DEFAULT_SOCKET, help="the daemon's socket (%(default)s)")
+        p.add_argument("-o", "--output", choices=("table", "json"), default="table")
+        return p
+
+    serve = sub.add_parser("serve", help="run the daemon")
+    serve.add_argument("--config", action="append", help="KubeletConfiguration/EmulatorConfiguration YAML")
+    serve.add_argument("--socket", help=f"admission socket (default from the config, else {DEFAULT_SOCKET})")
+    serve.add_argument("--podresources-socket", help="podresources socket")
+    serve.add_argument("--state-dir", help="checkpoints and the pod registry")
+    serve.add_argument("--sysfs-root", help="probe this sysfs tree instead of /sys")
+    serve.add_argument("--procfs-root", help="probe this procfs tree instead of /proc")
+    serve.add_argument("--metrics-address", help="serve Prometheus metrics on HOST:PORT (off by default)")
+    serve.add_argument(
+        "--sample",
+        action="store_true",
+        help="use the bundled sample topology (2 NUMA nodes) instead of this host",
+    )
+    serve.add_argument("--log-level", default="info")
+    serve.set_defaults(func=cmd_serve)
+
+    for name, dry in (("admit", False), ("would-admit", True)):
+        p = client(name, "admit pods" if not dry else "ask whether pods would be admitted, changing nothing")
+        p.add_argument("-f", "--file", required=True, help="pod manifest(s), YAML or JSON; - for stdin")
+        if dry:
+            p.add_argument("--policy", help="what-if topologyManagerPolicy")
+            p.add_argument("--scope", help="what-if topologyManagerScope")
+            p.add_argument("--policy-option", action="append", help="what-if policy option KEY=VALUE")
+        p.set_defaults(func=lambda a, d=dry: cmd_admit(a, d))
+
+    remove = client("remove", "remove an admitted pod")
+    remove.add_argument("--uid", required=True)
+    remove.set_defaults(func=cmd_remove)
+    client("list", "list admitted pods").set_defaults(func=cmd_list)
+    client("topology", "per-NUMA-node allocatable and free resources").set_defaults(func=cmd_topology)
+
+    probe = sub.add_parser("probe", help="print the host's NUMA topology")
+    probe.add_argument("--sysfs-root", default="/sys")
+    probe.add_argument("--procfs-root", default="/proc")
+    probe.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    probe.set_defaults(func=cmd_probe)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.func(args)
+    except CLIError as err:
+        print(f"kubeletemu: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,308 @@
+"""The kubelet's container manager (``cm/container_manager_linux.go``): the Topology Manager and its hint
+providers, wired as ``NewContainerManager`` does, plus the resource-allocator admit handler.
+
+Providers are registered in the kubelet's order: device manager, CPU manager, memory manager. A what-if
+question runs on a clone whose states are in-memory copies of the live ones, so it changes nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kubeletemu import cpumanager, memorymanager, topologymanager
+from kubeletemu.admission import PodAdmitResult
+from kubeletemu.config import Config
+from kubeletemu.cpumanager.state.state_mem import MemoryState as CPUMemoryState
+from kubeletemu.devicemanager import Device, DeviceManager, devices_from_pci
+from kubeletemu.machine import Machine
+from kubeletemu.memorymanager.state.state import clone_assignments, clone_machine_state
+from kubeletemu.memorymanager.state.state_mem import MemoryState as MemMemoryState
+from kubeletemu.pod import Container, Pod
+from kubeletemu.topologymanager import ProviderHints, TopologyHint
+
+PROVIDER_DEVICES = "devicemanager"
+PROVIDER_CPU = "cpumanager"
+PROVIDER_MEMORY = "memorymanager"
+# The kubelet's registration order of hint providers.
+PROVIDER_ORDER = (PROVIDER_DEVICES, PROVIDER_CPU, PROVIDER_MEMORY)
+
+
+@dataclass(frozen=True)
+class TopologyOverrides:
+    """What-if replacements of the Topology Manager settings (None keeps the configured value)."""
+
+    policy: str | None = None
+    scope: str | None = None
+    options: Mapping[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class MemoryBlock:
+    memory_type: str
+    size: int
+    numa_nodes: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class ContainerAllocation:
+    """Where one container landed, and why."""
+
+    name: str
+    kind: str  # "init", "sidecar" or "app"
+    affinity: TopologyHint | None  # the stored merged hint; None when no merge was done for it
+    provider_hints: tuple[tuple[str, ProviderHints], ...]
+    cpu_ids: tuple[int, ...]  # exclusive CPUs, or the shared pool when exclusive_cpus is False
+    exclusive_cpus: bool
+    memory: tuple[MemoryBlock, ...]
+    devices: Mapping[str, Mapping[str, tuple[int, ...]]]  # resource -> device id -> NUMA nodes
+
+
+@dataclass(frozen=True)
+class AllocationResult:
+    result: PodAdmitResult
+    containers: tuple[ContainerAllocation, ...]
+    # What a rejection released of the pod's earlier containers (the kubelet's stale-state removal).
+    released: tuple[str, ...] = ()
+
+
+def container_kind(pod: Pod, container: Container) -> str:
+    if any(c is container for c in pod.init_containers):
+        return "sidecar" if container.is_restartable_init else "init"
+    return "app"
+
+
+@dataclass
+class _HintLog:
+    """Provider hints per container, captured from the Topology Manager's merge observer."""
+
+    per_container: dict[str, list[ProviderHints]] = field(default_factory=dict)
+    pod_level: list[ProviderHints] | None = None
+
+    def record(
+        self, pod: Pod, name: str | None, hints: list[ProviderHints], best: TopologyHint, admit: bool
+    ) -> None:
+        if name is None:
+            self.pod_level = hints
+        else:
+            self.per_container[name] = hints
+
+    def for_container(self, name: str) -> list[ProviderHints] | None:
+        return self.per_container.get(name, self.pod_level)
+
+
+class ContainerManager:
+    """Builds and holds the managers for one configuration and machine.
+
+    ``state_dir`` keeps the kubelet-format checkpoints (``cpu_manager_state``, ``memory_manager_state``,
+    ``device-plugins/kubelet_internal_checkpoint``); None keeps everything in memory. ``seed`` copies the
+    states of a live manager instead (what-if clones). ``active_pods`` lists the UIDs the managers keep
+    state for; anything else is stale.
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        machine: Machine,
+        *,
+        state_dir: str | os.PathLike[str] | None = None,
+        active_pods: Callable[[], Iterable[str]] | None = None,
+        overrides: TopologyOverrides | None = None,
+        seed: ContainerManager | None = None,
+    ) -> None:
+        self.config = config
+        self.machine = machine
+        self.overrides = overrides or TopologyOverrides()
+        self.active_pods = active_pods
+        kubelet = config.kubelet
+        gates = dict(kubelet.feature_gates)
+        self.topology_manager_policy = self.overrides.policy or kubelet.topology_manager_policy
+        self.topology_manager_scope = self.overrides.scope or kubelet.topology_manager_scope
+        self.topology_manager_options = dict(
+            kubelet.topology_manager_policy_options
+            if self.overrides.options is None
+            else self.overrides.options
+        )
+        self.topology = topologymanager.new_manager(
+            machine.numa_topology,
+            self.topology_manager_policy,
+            self.topology_manager_scope,
+            self.topology_manager_options,
+            feature_gates=gates,
+        )
+        state_path = None if state_dir is None else Path(state_dir)
+        self.devices = self._build_devices(state_path, seed)
+        self.cpus = self._build_cpus(state_path, seed, gates)
+        self.memory = self._build_memory(state_path, seed)
+        for provider in (self.devices, self.cpus, self.memory):
+            self.topology.add_hint_provider(provider)
+
+    # ---- construction -----------------------------------------------------------------------------
+
+    def _active(self) -> list[str]:
+        return list(self.active_pods()) if self.active_pods is not None else []
+
+    def _build_devices(self, state_dir: Path | None, seed: ContainerManager | None) -> DeviceManager:
+        checkpoint_dir = None if state_dir is None else state_dir / "device-plugins"
+        if checkpoint_dir is not None:
+            checkpoint_dir.mkdir(parents=True, exist_ok=True)
+        devices = DeviceManager(
+            self.machine.numa_node_ids,
+            self.topology,
+            active_pods=self._active if self.active_pods is not None else None,
+            checkpoint_dir=checkpoint_dir,
+        )
+        for resource in self.config.emulator.devices:
+            if resource.pci_selector is not None:
+                listed = devices_from_pci(self.machine.pci_devices, resource.pci_selector)
+            else:
+                listed = [Device(d.id, tuple(d.numa_nodes) or None) for d in resource.devices]
+            devices.register_resource(resource.resource_name, listed)
+        if seed is not None:
+            devices.restore_checkpoint(seed.devices.checkpoint())
+        return devices
+
+    def _build_cpus(
+        self, state_dir: Path | None, seed: ContainerManager | None, gates: Mapping[str, bool]
+    ) -> cpumanager.CPUManager:
+        kubelet = self.config.kubelet
+        state = None
+        if seed is not None:
+            state = CPUMemoryState()
+            live = seed.cpus.state
+            state.set_default_cpu_set(live.get_default_cpu_set())
+            state.set_cpu_assignments(live.get_cpu_assignments())
+            state.set_pod_cpu_assignments(live.get_pod_cpu_assignments())
+        reservation = cpumanager.node_allocatable_cpu_reservation(
+            kubelet.kube_reserved, kubelet.system_reserved, kubelet.reserved_system_cpus
+        )
+        return cpumanager.new_manager(
+            kubelet.cpu_manager_policy,
+            kubelet.cpu_manager_policy_options,
+            self.machine.cpu_topology,
+            self.topology,
+            node_allocatable_cpu_reservation=reservation,
+            reserved_system_cpus=kubelet.reserved_system_cpus
+            if kubelet.reserved_system_cpus.size()
+            else None,
+            state_dir=None if seed is not None else state_dir,
+            feature_gates=gates,
+            state=state,
+        )
+
+    def _build_memory(
+        self, state_dir: Path | None, seed: ContainerManager | None
+    ) -> memorymanager.MemoryManager:
+        kubelet = self.config.kubelet
+        state = None
+        if seed is not None:
+            state = MemMemoryState()
+            live = seed.memory.state
+            state.set_machine_state(clone_machine_state(live.get_machine_state()))
+            state.set_memory_assignments(clone_assignments(live.get_memory_assignments()))
+        return memorymanager.new_manager(
+            kubelet.memory_manager_policy,
+            self.machine.memory,
+            self.topology,
+            reserved_memory=kubelet.reserved_memory,
+            system_reserved=kubelet.system_reserved,
+            kube_reserved=kubelet.kube_reserved,
+            eviction_hard_memory_available=kubelet.eviction_hard.get("memory.available"),
+            state_dir=None if seed is not None else state_dir,
+            active_pods=self._active if self.active_pods is not None else None,
+            state=state,
+        )
+
+    def clone(self, overrides: TopologyOverrides | None = None) -> ContainerManager:
+        """An in-memory copy for a what-if question, optionally with other Topology Manager settings."""
+        return ContainerManager(
+            self.config, self.machine, active_pods=self.active_pods, overrides=overrides, seed=self
+        )
+
+    # ---- admission --------------------------------------------------------------------------------
+
+    def allocate(self, pod: Pod) -> AllocationResult:
+        """The resource-allocator admit handler: the Topology Manager's Admit with its providers.
+
+        On a rejection the pod's partial allocations are released at once (the kubelet leaves that to
+        the managers' stale-state removal) and named in ``released``.
+        """
+        log = _HintLog()
+        self.topology.set_merge_observer(log.record)
+        try:
+            result = self.topology.admit(pod)
+        finally:
+            self.topology.set_merge_observer(None)
+        containers = tuple(self.describe(pod, c, log.for_container(c.name)) for c in pod.all_containers())
+        released: tuple[str, ...] = ()
+        if not result.admit:
+            released = tuple(held_summary(c) for c in containers if held_summary(c))
+            self.release(pod.uid)
+            containers = tuple(without_allocations(c) for c in containers)
+        return AllocationResult(result, containers, released)
+
+    def release(self, pod_uid: str) -> None:
+        """Everything the pod holds goes back: devices, CPUs, memory, stored hints."""
+        self.devices.remove_pod(pod_uid)
+        self.cpus.remove_pod(pod_uid)
+        self.memory.remove_pod(pod_uid)
+        self.topology.remove_pod(pod_uid)
+
+    def remove_stale_state(self, active: Iterable[Pod]) -> None:
+        """Drop state of pods that are not active (after a crash between a checkpoint and the registry)."""
+        pods = list(active)
+        self.cpus.remove_stale_state(pods)
+        self.memory.remove_stale_state()
+        self.devices.update_allocated_devices()
+
+    def restore_affinity(self, pod: Pod, container: str, hint: TopologyHint) -> None:
+        self.topology.scope.set_topology_hints(pod.uid, container, hint)
+
+    # ---- queries ----------------------------------------------------------------------------------
+
+    def describe(
+        self, pod: Pod, container: Container, hints: list[ProviderHints] | None = None
+    ) -> ContainerAllocation:
+        stored = self.topology.scope.pod_topology_hints.get(pod.uid, {}).get(container.name)
+        exclusive = self.cpus.get_exclusive_cpus(pod.uid, container.name)
+        cpu_ids = exclusive if exclusive.size() else self.cpus.get_cpu_affinity(pod.uid, container.name)
+        blocks = tuple(
+            MemoryBlock(b.type, b.size, tuple(b.numa_affinity))
+            for b in self.memory.get_memory(pod.uid, container.name)
+        )
+        provider_hints = tuple(zip(PROVIDER_ORDER, hints, strict=True)) if hints is not None else ()
+        return ContainerAllocation(
+            name=container.name,
+            kind=container_kind(pod, container),
+            affinity=stored,
+            provider_hints=provider_hints,
+            cpu_ids=tuple(sorted(cpu_ids)),
+            exclusive_cpus=bool(exclusive.size()),
+            memory=blocks,
+            devices=self.devices.get_devices(pod.uid, container.name),
+        )
+
+
+def held_summary(container: ContainerAllocation) -> str:
+    """What a container holds, in one line ("" when nothing exclusive)."""
+    parts = []
+    if container.exclusive_cpus:
+        parts.append(f"cpus {','.join(map(str, container.cpu_ids))}")
+    parts += [f"{b.memory_type} {b.size} on NUMA {list(b.numa_nodes)}" for b in container.memory]
+    parts += [f"{res} {','.join(ids)}" for res, ids in container.devices.items() if ids]
+    return f"{container.name}: {'; '.join(parts)}" if parts else ""
+
+
+def without_allocations(container: ContainerAllocation) -> ContainerAllocation:
+    return ContainerAllocation(
+        name=container.name,
+        kind=container.kind,
+        affinity=container.affinity,
+        provider_hints=container.provider_hints,
+        cpu_ids=(),
+        exclusive_cpus=False,
+        memory=(),
+        devices={},
+    )

@@ -1,0 +1,84 @@
+"""The ``kubeletemu.v1.Admission`` servicer: converts messages and delegates to the node emulator.
+
+Calls are serialized, as the kubelet admits one pod at a time; what-if questions and reads take the same
+lock so they see a consistent node.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
+from kubeletemu._proto.kubeletemu.v1 import admission_pb2_grpc as pb_grpc
+from kubeletemu.daemon import convert
+from kubeletemu.daemon.errors import serialized
+from kubeletemu.daemon.logging import get_logger
+from kubeletemu.daemon.metrics import KubeletMetrics
+from kubeletemu.emulator import HANDLER_RESOURCE_ALLOCATOR, AdmissionReport, NodeEmulator
+
+log = get_logger("kubeletemu.admission")
+
+
+class AdmissionServicer(pb_grpc.AdmissionServicer):
+    def __init__(
+        self, emulator: Callable[[], NodeEmulator], lock: asyncio.Lock, metrics: KubeletMetrics
+    ) -> None:
+        # A getter, not the object: a SIGHUP reload swaps the emulator under the same lock.
+        self.emulator = emulator
+        self.lock = lock
+        self.metrics = metrics
+
+    @serialized
+    def Admit(self, request: pb.AdmitRequest, context: Any) -> pb.AdmitResponse:
+        pod = convert.pods_from_source(request.pod)[0]
+        started = time.perf_counter()
+        report = self.emulator().admit(pod)
+        self._observe(report, time.perf_counter() - started)
+        log.info(
+            "admit",
+            pod=f"{pod.namespace}/{pod.name}",
+            uid=pod.uid,
+            admitted=report.admitted,
+            reason=report.reason,
+            decided_by=report.decided_by,
+        )
+        return convert.admit_response(report)
+
+    @serialized
+    def WouldAdmit(self, request: pb.WouldAdmitRequest, context: Any) -> pb.AdmitResponse:
+        pod = convert.pods_from_source(request.pod)[0]
+        overrides = convert.overrides_from(request.overrides)
+        return convert.admit_response(self.emulator().would_admit(pod, overrides))
+
+    @serialized
+    def RemovePod(self, request: pb.RemovePodRequest, context: Any) -> pb.RemovePodResponse:
+        pod = self.emulator().remove(request.uid)
+        log.info("remove", pod=f"{pod.namespace}/{pod.name}", uid=pod.uid)
+        return pb.RemovePodResponse(name=pod.name, namespace=pod.namespace, uid=pod.uid)
+
+    @serialized
+    def GetAffinity(self, request: pb.GetAffinityRequest, context: Any) -> pb.GetAffinityResponse:
+        hint = self.emulator().get_affinity(request.pod_uid, request.container_name)
+        return pb.GetAffinityResponse(affinity=convert.hint_msg(hint))
+
+    @serialized
+    def ListPods(self, request: pb.ListPodsRequest, context: Any) -> pb.ListPodsResponse:
+        return pb.ListPodsResponse(pods=[convert.admitted_pod_msg(p, cs) for p, cs in self.emulator().pods()])
+
+    @serialized
+    def GetNodeTopology(self, request: pb.GetNodeTopologyRequest, context: Any) -> pb.NodeTopology:
+        return convert.node_topology_msg(self.emulator().topology())
+
+    def _observe(self, report: AdmissionReport, seconds: float) -> None:
+        """The kubelet's Topology Manager and CPU Manager admission metrics."""
+        m = self.metrics
+        m.topology_manager_admission_requests_total.inc()
+        m.topology_manager_admission_duration_ms.observe(seconds * 1000)
+        if not report.admitted and report.decided_by == HANDLER_RESOURCE_ALLOCATOR:
+            m.topology_manager_admission_errors_total.inc()
+        pinned = sum(1 for c in report.containers if c.exclusive_cpus)
+        if pinned:
+            m.cpu_manager_pinning_requests_total.inc(pinned)

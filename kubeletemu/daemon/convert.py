@@ -1,0 +1,185 @@
+"""Conversions between the admission service's messages and the engine's types.
+
+A structured ``Pod`` message is turned into the manifest it stands for and read by the manifest reader,
+so both spellings of a pod get the same defaulting and the same validation errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
+from kubeletemu.containermanager import ContainerAllocation, TopologyOverrides
+from kubeletemu.emulator import AdmissionReport
+from kubeletemu.manifest import ManifestError, parse_pods, pod_from_manifest
+from kubeletemu.node_topology import NodeTopologyReport
+from kubeletemu.pod import Pod, compute_qos
+from kubeletemu.topologymanager import ProviderHints, TopologyHint
+
+
+def pods_from_source(source: pb.PodSource) -> list[Pod]:
+    """One pod from a structured message; a manifest may hold several documents, it must hold one pod."""
+    which = source.WhichOneof("source")
+    if which == "pod":
+        return [pod_from_manifest(_manifest_of(source.pod))]
+    if which == "manifest":
+        pods = parse_pods(source.manifest, "request")
+        if len(pods) != 1:
+            raise ManifestError(f"the manifest must hold exactly one pod, it holds {len(pods)}")
+        return pods
+    raise ManifestError("no pod given: set pod or manifest")
+
+
+def _requirements(msg: pb.ResourceRequirements) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if msg.requests:
+        out["requests"] = dict(msg.requests)
+    if msg.limits:
+        out["limits"] = dict(msg.limits)
+    return out
+
+
+def _container(msg: pb.Container) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": msg.name, "resources": _requirements(msg.resources)}
+    if msg.restart_policy:
+        out["restartPolicy"] = msg.restart_policy
+    return out
+
+
+def _manifest_of(msg: pb.Pod) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": msg.name}
+    if msg.namespace:
+        metadata["namespace"] = msg.namespace
+    if msg.uid:
+        metadata["uid"] = msg.uid
+    spec: dict[str, Any] = {"containers": [_container(c) for c in msg.containers]}
+    if msg.init_containers:
+        spec["initContainers"] = [_container(c) for c in msg.init_containers]
+    if msg.HasField("resources"):
+        spec["resources"] = _requirements(msg.resources)
+    if msg.overhead:
+        spec["overhead"] = dict(msg.overhead)
+    if msg.runtime_class_name:
+        spec["runtimeClassName"] = msg.runtime_class_name
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+
+
+def overrides_from(msg: pb.PolicyOverrides) -> TopologyOverrides | None:
+    if not (
+        msg.HasField("topology_manager_policy")
+        or msg.HasField("topology_manager_scope")
+        or msg.replace_policy_options
+    ):
+        return None
+    return TopologyOverrides(
+        policy=msg.topology_manager_policy if msg.HasField("topology_manager_policy") else None,
+        scope=msg.topology_manager_scope if msg.HasField("topology_manager_scope") else None,
+        options=dict(msg.topology_manager_policy_options) if msg.replace_policy_options else None,
+    )
+
+
+def hint_msg(hint: TopologyHint) -> pb.TopologyHint:
+    if hint.affinity is None:
+        return pb.TopologyHint(any_numa=True, preferred=hint.preferred)
+    return pb.TopologyHint(numa_nodes=hint.affinity.bits(), preferred=hint.preferred)
+
+
+def provider_hints_msg(provider: str, hints: ProviderHints) -> pb.ProviderHints:
+    if hints is None:
+        return pb.ProviderHints(provider=provider, nil_map=True)
+    resources = [
+        pb.ResourceHints(resource=name, no_preference=True)
+        if values is None
+        else pb.ResourceHints(resource=name, hints=[hint_msg(h) for h in values])
+        for name, values in sorted(hints.items())
+    ]
+    return pb.ProviderHints(provider=provider, resources=resources)
+
+
+def container_msg(container: ContainerAllocation) -> pb.ContainerResult:
+    msg = pb.ContainerResult(
+        name=container.name,
+        kind=container.kind,
+        provider_hints=[provider_hints_msg(p, h) for p, h in container.provider_hints],
+        cpu_ids=container.cpu_ids,
+        exclusive_cpus=container.exclusive_cpus,
+        memory=[
+            pb.MemoryBlock(memory_type=b.memory_type, size=b.size, numa_nodes=b.numa_nodes)
+            for b in container.memory
+        ],
+        devices=[device_msg(resource, ids) for resource, ids in sorted(container.devices.items())],
+    )
+    if container.affinity is not None:
+        msg.affinity.CopyFrom(hint_msg(container.affinity))
+    return msg
+
+
+def device_msg(resource: str, ids: Mapping[str, tuple[int, ...]]) -> pb.DeviceAssignment:
+    nodes = sorted({n for numa in ids.values() for n in numa})
+    return pb.DeviceAssignment(resource_name=resource, device_ids=sorted(ids), numa_nodes=nodes)
+
+
+def admit_response(report: AdmissionReport) -> pb.AdmitResponse:
+    pod = report.pod
+    return pb.AdmitResponse(
+        name=pod.name,
+        namespace=pod.namespace,
+        uid=pod.uid,
+        admitted=report.admitted,
+        reason=report.reason,
+        message=report.message,
+        decided_by=report.decided_by,
+        qos_class=compute_qos(pod).value,
+        containers=[container_msg(c) for c in report.containers],
+        cleanup="; ".join(report.released),
+    )
+
+
+def admitted_pod_msg(pod: Pod, containers: Iterable[ContainerAllocation]) -> pb.AdmittedPod:
+    return pb.AdmittedPod(
+        name=pod.name,
+        namespace=pod.namespace,
+        uid=pod.uid,
+        qos_class=compute_qos(pod).value,
+        containers=[container_msg(c) for c in containers],
+    )
+
+
+def node_topology_msg(report: NodeTopologyReport) -> pb.NodeTopology:
+    return pb.NodeTopology(
+        numa_nodes=[
+            pb.NUMANode(
+                id=node.id,
+                cpu_ids=node.cpu_ids,
+                allocatable_cpu_ids=node.allocatable_cpu_ids,
+                free_cpu_ids=node.free_cpu_ids,
+                memory_total_bytes=node.memory.total,
+                memory_allocatable_bytes=node.memory.allocatable,
+                memory_free_bytes=node.memory.free,
+                hugepages=[
+                    pb.HugepagesResources(
+                        page_size_bytes=size,
+                        total_bytes=amounts.total,
+                        allocatable_bytes=amounts.allocatable,
+                        free_bytes=amounts.free,
+                    )
+                    for size, amounts in node.hugepages.items()
+                ],
+                distances=node.distances,
+                devices=[
+                    pb.DeviceAssignment(resource_name=resource, device_ids=ids, numa_nodes=[node.id])
+                    for resource, ids in node.free_devices.items()
+                ],
+            )
+            for node in report.numa_nodes
+        ],
+        reserved_cpu_ids=report.reserved_cpu_ids,
+        shared_pool_cpu_ids=report.shared_pool_cpu_ids,
+        topology_manager_policy=report.topology_manager_policy,
+        topology_manager_scope=report.topology_manager_scope,
+        topology_manager_policy_options=report.topology_manager_options,
+        cpu_manager_policy=report.cpu_manager_policy,
+        memory_manager_policy=report.memory_manager_policy,
+        kubelet_start_errors=report.kubelet_start_errors,
+    )

@@ -1,0 +1,58 @@
+"""Engine errors as gRPC statuses: bad input is INVALID_ARGUMENT, duplicates ALREADY_EXISTS, unknown pods
+NOT_FOUND, each with the engine's one-line reason; the state is unchanged in every case."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, TypeVar
+
+import grpc
+
+from kubeletemu.config import ConfigError
+from kubeletemu.emulator import EmulatorError, PodExistsError, PodNotFoundError
+from kubeletemu.manifest import ManifestError
+from kubeletemu.topologymanager import PolicyOptionsError, TopologyManagerError
+
+_INVALID = (ManifestError, ConfigError, PolicyOptionsError, TopologyManagerError, EmulatorError, ValueError)
+
+Req = TypeVar("Req")
+Resp = TypeVar("Resp")
+
+
+class Serialized(Protocol):
+    lock: asyncio.Lock
+
+
+S = TypeVar("S", bound=Serialized)
+
+
+def status_for(err: BaseException) -> grpc.StatusCode | None:
+    if isinstance(err, PodExistsError):
+        return grpc.StatusCode.ALREADY_EXISTS
+    if isinstance(err, PodNotFoundError):
+        return grpc.StatusCode.NOT_FOUND
+    if isinstance(err, _INVALID):
+        return grpc.StatusCode.INVALID_ARGUMENT
+    return None
+
+
+def serialized(
+    method: Callable[[S, Req, Any], Resp],
+) -> Callable[[S, Req, grpc.aio.ServicerContext], Awaitable[Resp]]:
+    """Runs a synchronous handler under the servicer's lock, turning engine errors into statuses."""
+
+    @functools.wraps(method)
+    async def handler(self: S, request: Req, context: grpc.aio.ServicerContext) -> Resp:
+        async with self.lock:
+            try:
+                return method(self, request, context)
+            except Exception as err:
+                code = status_for(err)
+                if code is None:
+                    raise
+                await context.abort(code, str(err))
+                raise  # abort() raises; this keeps the type checker informed
+
+    return handler

@@ -1,0 +1,257 @@
+"""``kubeletemu serve``: the asyncio gRPC daemon on unix sockets.
+
+Start-up: load the configuration, probe the host (or a captured sysfs tree), restore the admitted pods
+and the kubelet-format checkpoints, bind the sockets (created 0660 through the umask: no chmod race),
+then tell systemd READY=1. SIGHUP reloads the configuration atomically, keeping the old one on error;
+SIGTERM turns health NOT_SERVING, gives in-flight calls a grace period, and exits 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1._async import HealthServicer
+from grpc_reflection.v1alpha import reflection
+
+import hostprobe
+from hostprobe.sample import write_sample_tree
+from kubeletemu._proto.kubeletemu.v1 import admission_pb2, admission_pb2_grpc
+from kubeletemu.config import Config, load_config
+from kubeletemu.daemon import sdnotify
+from kubeletemu.daemon.admission_servicer import AdmissionServicer
+from kubeletemu.daemon.logging import get_logger
+from kubeletemu.daemon.metrics import KubeletMetrics, MetricsServer, start_metrics_server
+from kubeletemu.emulator import NodeEmulator
+from kubeletemu.machine import Machine
+
+log = get_logger("kubeletemu.daemon")
+
+ADMISSION_SERVICE = admission_pb2.DESCRIPTOR.services_by_name["Admission"].full_name
+# Responses of the podresources API can be large (the kubelet allows 16 MiB); so can ours.
+MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+_SOCKET_UMASK = 0o117  # sockets come out 0660
+SAMPLE_CONFIG = Path(__file__).resolve().parents[1] / "data" / "sample-config.yaml"
+
+
+class StartupError(Exception):
+    """One readable line: what failed and which file."""
+
+
+@dataclass
+class ServeOptions:
+    config_paths: Sequence[str] = ()
+    socket: str | None = None
+    podresources_socket: str | None = None
+    state_dir: str | None = None
+    sysfs_root: str | None = None
+    procfs_root: str | None = None
+    metrics_address: str | None = None
+    grace_period: float | None = None
+    # Probe the bundled sample topology (2 NUMA nodes, 16 CPUs) instead of this host: for dev boxes.
+    sample: bool = False
+
+
+@dataclass
+class _Runtime:
+    config: Config
+    socket: str
+    state_dir: str
+    sysfs_root: str
+    procfs_root: str
+    metrics_address: str | None
+    grace_period: float
+
+
+def resolve(options: ServeOptions, config: Config) -> _Runtime:
+    """Flags win over the EmulatorConfiguration, which wins over the built-in defaults."""
+    emulator = config.emulator
+    return _Runtime(
+        config=config,
+        socket=options.socket or emulator.socket,
+        state_dir=options.state_dir or emulator.state_dir,
+        sysfs_root=options.sysfs_root or emulator.sysfs_root,
+        procfs_root=options.procfs_root or emulator.procfs_root,
+        metrics_address=options.metrics_address or emulator.metrics_address,
+        grace_period=options.grace_period
+        if options.grace_period is not None
+        else emulator.shutdown_grace_period,
+    )
+
+
+def build_emulator(config: Config, machine: Machine, state_dir: str) -> NodeEmulator:
+    return NodeEmulator(config, machine, state_dir)
+
+
+def _trial_build(config: Config, machine: Machine, state_dir: str) -> None:
+    """Build against a copy of the state so a refused configuration cannot touch the real files."""
+    with tempfile.TemporaryDirectory(prefix="kubeletemu-reload-") as scratch:
+        copy = Path(scratch) / "state"
+        if Path(state_dir).exists():
+            shutil.copytree(state_dir, copy)
+        build_emulator(config, machine, str(copy))
+
+
+class Daemon:
+    def __init__(self, options: ServeOptions) -> None:
+        self.options = options
+        self.lock = asyncio.Lock()
+        self.metrics = KubeletMetrics()
+        self.health = HealthServicer()
+        self.server: grpc.aio.Server | None = None
+        self.metrics_server: MetricsServer | None = None
+        self._stop = asyncio.Event()
+        self.last_reload_error: str | None = None
+
+    # ---- start-up ---------------------------------------------------------------------------------
+
+    def config_paths(self) -> list[str]:
+        if self.options.config_paths:
+            return list(self.options.config_paths)
+        return [str(SAMPLE_CONFIG)] if self.options.sample else []
+
+    def read_config(self) -> Config:
+        paths = self.config_paths()
+        return load_config(paths) if paths else Config()
+
+    def load(self) -> None:
+        try:
+            config = self.read_config()
+        except Exception as err:
+            raise StartupError(str(err)) from None
+        self.runtime = resolve(self.options, config)
+        rt = self.runtime
+        if self.options.sample:
+            self._sample_dir = tempfile.TemporaryDirectory(prefix="kubeletemu-sample-")
+            sys_root, proc_root = write_sample_tree(self._sample_dir.name)
+            rt.sysfs_root, rt.procfs_root = str(sys_root), str(proc_root)
+        try:
+            host = hostprobe.probe(rt.sysfs_root, rt.procfs_root)
+        except hostprobe.ProbeError as err:
+            raise StartupError(f"probing the host failed: {err}") from None
+        self.machine = Machine.from_host(host)
+        try:
+            self.emulator = build_emulator(config, self.machine, rt.state_dir)
+        except Exception as err:
+            raise StartupError(f"cannot start with the saved state in {rt.state_dir}: {err}") from None
+
+    async def start(self) -> None:
+        self.load()
+        rt = self.runtime
+        server = grpc.aio.server(
+            options=[
+                ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+                ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+            ]
+        )
+        admission_pb2_grpc.add_AdmissionServicer_to_server(
+            AdmissionServicer(lambda: self.emulator, self.lock, self.metrics), server
+        )
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
+        reflection.enable_server_reflection(
+            (
+                ADMISSION_SERVICE,
+                health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+                reflection.SERVICE_NAME,
+            ),
+            server,
+        )
+        _bind_unix(server, rt.socket)
+        await server.start()
+        self.server = server
+        await self.health.set("", health_pb2.HealthCheckResponse.SERVING)
+        await self.health.set(ADMISSION_SERVICE, health_pb2.HealthCheckResponse.SERVING)
+        if rt.metrics_address:
+            self.metrics_server = start_metrics_server(rt.metrics_address, self.metrics.registry)
+        nodes = len(self.machine.numa_node_ids)
+        status = (
+            f"serving on {rt.socket}: {nodes} NUMA node(s), {len(self.emulator.registry)} pod(s) restored"
+        )
+        log.info("ready", socket=rt.socket, numa_nodes=nodes, pods=len(self.emulator.registry))
+        sdnotify.ready(status)
+
+    # ---- run loop ---------------------------------------------------------------------------------
+
+    async def run(self) -> int:
+        await self.start()
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGTERM, self._stop.set)
+        loop.add_signal_handler(signal.SIGINT, self._stop.set)
+        loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(self.reload()))
+        watchdog = asyncio.ensure_future(self._watchdog())
+        try:
+            await self._stop.wait()
+        finally:
+            watchdog.cancel()
+            await self.shutdown()
+        return 0
+
+    async def _watchdog(self) -> None:
+        interval = sdnotify.watchdog_interval()
+        if interval is None:
+            return
+        while True:
+            sdnotify.watchdog()
+            await asyncio.sleep(interval / 2)
+
+    async def reload(self) -> bool:
+        """Re-read the configuration; swap it in only if the node starts with it. Returns success."""
+        sdnotify.reloading()
+        try:
+            config = self.read_config()
+            runtime = replace(resolve(self.options, config), socket=self.runtime.socket)
+            async with self.lock:
+                await asyncio.to_thread(_trial_build, config, self.machine, runtime.state_dir)
+                self.emulator = build_emulator(config, self.machine, runtime.state_dir)
+                self.runtime = runtime
+        except Exception as err:
+            self.last_reload_error = str(err)
+            log.error("reload refused, keeping the running configuration", error=str(err))
+            sdnotify.ready(f"reload refused: {err}")
+            return False
+        self.last_reload_error = None
+        log.info("reloaded", policy=config.kubelet.topology_manager_policy)
+        sdnotify.ready(f"reloaded at {time.strftime('%H:%M:%S')}")
+        return True
+
+    async def shutdown(self) -> None:
+        sdnotify.stopping()
+        await self.health.enter_graceful_shutdown()
+        if self.server is not None:
+            await self.server.stop(self.runtime.grace_period)
+        if self.metrics_server is not None:
+            self.metrics_server.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.runtime.socket)
+        log.info("stopped")
+
+
+def _bind_unix(server: grpc.aio.Server, path: str) -> None:
+    """Bind a unix socket, replacing a stale one; the directory is made 0750 if missing."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, mode=0o750, exist_ok=True)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    # gRPC binds here; the umask makes the socket 0660 from birth, so there is no chmod race.
+    old_umask = os.umask(_SOCKET_UMASK)
+    try:
+        bound = server.add_insecure_port(f"unix:{path}")
+    finally:
+        os.umask(old_umask)
+    if bound == 0:
+        raise StartupError(f"cannot bind {path}")
+
+
+def serve(options: ServeOptions) -> int:
+    """Run the daemon until SIGTERM/SIGINT; raises ``StartupError`` when it cannot start."""
+    return asyncio.run(Daemon(options).run())

@@ -1,0 +1,167 @@
+"""The emulated node: the kubelet's admission chain over the container manager, the admitted pods, and
+side-effect-free what-if questions. Pure engine: the gRPC servicers and the CLI only convert and delegate.
+
+The chain runs the kubelet's resource-related admit handlers in the kubelet's order; the first refusal
+decides the reason. A refused pod holds nothing afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kubeletemu.admission import PodAdmitResult
+from kubeletemu.config import Config
+from kubeletemu.containermanager import (
+    AllocationResult,
+    ContainerAllocation,
+    ContainerManager,
+    TopologyOverrides,
+    held_summary,
+    without_allocations,
+)
+from kubeletemu.machine import Machine
+from kubeletemu.node_topology import NodeTopologyReport, node_topology
+from kubeletemu.pod import Pod
+from kubeletemu.registry import REGISTRY_FILE, AdmittedPod, PodRegistry
+from kubeletemu.topologymanager import TopologyHint
+
+HANDLER_RESOURCE_ALLOCATOR = "resource-allocator"
+HANDLER_PREDICATE = "predicate"
+
+
+class EmulatorError(Exception):
+    """Base of the errors a caller can act on; each maps to one gRPC status."""
+
+
+class PodExistsError(EmulatorError):
+    pass
+
+
+class PodNotFoundError(EmulatorError):
+    pass
+
+
+# A later admit handler: (pod, the pods already admitted) -> result. The predicate handler's node fit.
+AdmitHandler = Callable[[Pod, Sequence[Pod]], PodAdmitResult]
+
+
+@dataclass(frozen=True)
+class AdmissionReport:
+    pod: Pod
+    admitted: bool
+    reason: str
+    message: str
+    decided_by: str  # which handler refused; "" when admitted
+    containers: tuple[ContainerAllocation, ...]
+    released: tuple[str, ...] = ()
+    notes: tuple[str, ...] = field(default=())
+
+
+class NodeEmulator:
+    """One node. ``state_dir`` None keeps everything in memory (tests, what-if tools)."""
+
+    def __init__(
+        self,
+        config: Config,
+        machine: Machine,
+        state_dir: str | os.PathLike[str] | None = None,
+        later_handlers: Sequence[tuple[str, AdmitHandler]] = (),
+    ) -> None:
+        self.config = config
+        self.machine = machine
+        self.state_dir = None if state_dir is None else Path(state_dir)
+        if self.state_dir is not None:
+            self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.registry = PodRegistry(None if self.state_dir is None else self.state_dir / REGISTRY_FILE)
+        self.later_handlers = tuple(later_handlers)
+        self.cm = ContainerManager(config, machine, state_dir=self.state_dir, active_pods=self.registry.uids)
+        # After a crash the checkpoints may hold a pod the registry never recorded: it was not admitted.
+        self.cm.remove_stale_state(self.registry.pods())
+        for entry in self.registry:
+            for name, hint in entry.affinity.items():
+                self.cm.restore_affinity(entry.pod, name, hint)
+
+    # ---- admission --------------------------------------------------------------------------------
+
+    def admit(self, pod: Pod) -> AdmissionReport:
+        """The kubelet's admission; an admitted pod keeps its allocation."""
+        self._check_new(pod)
+        report = self._run_chain(self.cm, pod)
+        if report.admitted:
+            affinity = {c.name: c.affinity for c in report.containers if c.affinity is not None}
+            self.registry.add(AdmittedPod(pod, affinity))
+        return report
+
+    def would_admit(self, pod: Pod, overrides: TopologyOverrides | None = None) -> AdmissionReport:
+        """The same answer as ``admit`` on an in-memory copy of the node: nothing changes here."""
+        self._check_new(pod)
+        return self._run_chain(self.cm.clone(overrides), pod)
+
+    def _check_new(self, pod: Pod) -> None:
+        if pod.uid in self.registry:
+            existing = self.registry.get(pod.uid)
+            assert existing is not None
+            raise PodExistsError(
+                f'pod UID "{pod.uid}" is already admitted (as {existing.pod.namespace}/{existing.pod.name})'
+            )
+
+    def _run_chain(self, cm: ContainerManager, pod: Pod) -> AdmissionReport:
+        allocation = cm.allocate(pod)
+        if not allocation.result.admit:
+            return _report(pod, allocation, HANDLER_RESOURCE_ALLOCATOR)
+        for name, handler in self.later_handlers:
+            result = handler(pod, self.registry.pods())
+            if not result.admit:
+                # The allocator already allocated: release it, as the kubelet's stale-state removal would.
+                released = tuple(filter(None, (held_summary(c) for c in allocation.containers)))
+                cm.release(pod.uid)
+                containers = tuple(without_allocations(c) for c in allocation.containers)
+                return AdmissionReport(pod, False, result.reason, result.message, name, containers, released)
+        return _report(pod, allocation, "")
+
+    # ---- bookkeeping ------------------------------------------------------------------------------
+
+    def remove(self, uid: str) -> Pod:
+        entry = self.registry.get(uid)
+        if entry is None:
+            raise PodNotFoundError(f'pod UID "{uid}" is not admitted here')
+        self.cm.release(uid)
+        self.registry.remove(uid)
+        return entry.pod
+
+    def get_affinity(self, pod_uid: str, container_name: str) -> TopologyHint:
+        """The Store's ``GetAffinity``; an unknown pod or container is an error, not the zero hint."""
+        entry = self.registry.get(pod_uid)
+        if entry is None:
+            raise PodNotFoundError(f'pod UID "{pod_uid}" is not admitted here')
+        if entry.pod.container(container_name) is None:
+            raise PodNotFoundError(
+                f'pod "{entry.pod.namespace}/{entry.pod.name}" has no container "{container_name}"'
+            )
+        return self.cm.topology.get_affinity(pod_uid, container_name)
+
+    def topology(self) -> NodeTopologyReport:
+        return node_topology(self.cm)
+
+    def pods(self) -> list[tuple[Pod, tuple[ContainerAllocation, ...]]]:
+        """Admitted pods in admission order, with what each container holds now."""
+        return [
+            (entry.pod, tuple(self.cm.describe(entry.pod, c) for c in entry.pod.all_containers()))
+            for entry in self.registry
+        ]
+
+
+def _report(pod: Pod, allocation: AllocationResult, decided_by: str) -> AdmissionReport:
+    result = allocation.result
+    return AdmissionReport(
+        pod,
+        result.admit,
+        result.reason,
+        result.message,
+        decided_by,
+        allocation.containers,
+        allocation.released,
+    )

@@ -1,0 +1,90 @@
+"""Runs the real daemon (``python -m kubeletemu.cli serve``) on a temporary unix socket."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from kubeletemu._proto.kubeletemu.v1 import admission_pb2_grpc
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class DaemonProcess:
+    config: Path
+    state_dir: Path
+    socket: Path
+    sysfs_root: Path
+    procfs_root: Path
+    log: Path
+    extra_args: list[str] = field(default_factory=list)
+    process: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = 15.0) -> DaemonProcess:
+        args = [
+            sys.executable,
+            "-m",
+            "kubeletemu.cli",
+            "serve",
+            "--config",
+            str(self.config),
+            "--socket",
+            str(self.socket),
+            "--state-dir",
+            str(self.state_dir),
+            "--sysfs-root",
+            str(self.sysfs_root),
+            "--procfs-root",
+            str(self.procfs_root),
+            *self.extra_args,
+        ]
+        env = {k: v for k, v in os.environ.items() if k != "NOTIFY_SOCKET"}
+        env["PYTHONPATH"] = str(REPO)
+        with open(self.log, "ab") as log:
+            self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env)
+        self.wait_serving(timeout)
+        return self
+
+    def wait_serving(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert self.process is not None
+            if self.process.poll() is not None:
+                raise RuntimeError(f"daemon exited with {self.process.returncode}:\n{self.log.read_text()}")
+            if self.socket.exists():
+                try:
+                    with grpc.insecure_channel(f"unix:{self.socket}") as channel:
+                        reply = health_pb2_grpc.HealthStub(channel).Check(
+                            health_pb2.HealthCheckRequest(), timeout=1
+                        )
+                    if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                        return
+                except grpc.RpcError:
+                    pass
+            time.sleep(0.05)
+        raise RuntimeError(f"daemon not serving after {timeout}s:\n{self.log.read_text()}")
+
+    def channel(self) -> grpc.Channel:
+        return grpc.insecure_channel(f"unix:{self.socket}")
+
+    def stub(self) -> admission_pb2_grpc.AdmissionStub:
+        return admission_pb2_grpc.AdmissionStub(self.channel())
+
+    def send(self, sig: signal.Signals) -> None:
+        assert self.process is not None
+        self.process.send_signal(sig)
+
+    def stop(self, sig: signal.Signals = signal.SIGTERM, timeout: float = 15.0) -> int:
+        if self.process is None or self.process.poll() is not None:
+            return self.process.returncode if self.process else 0
+        self.process.send_signal(sig)
+        return self.process.wait(timeout)
