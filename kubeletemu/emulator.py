@@ -8,11 +8,9 @@ decides the reason. A refused pod holds nothing afterwards.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kubeletemu.admission import PodAdmitResult
 from kubeletemu.config import Config
 from kubeletemu.containermanager import (
     AllocationResult,
@@ -22,7 +20,9 @@ from kubeletemu.containermanager import (
     held_summary,
     without_allocations,
 )
+from kubeletemu.lifecycle.predicate import PredicateAdmitHandler
 from kubeletemu.machine import Machine
+from kubeletemu.node_allocatable import NodeAllocatable, capacity_from_host, compute_node_allocatable
 from kubeletemu.node_topology import NodeTopologyReport, node_topology
 from kubeletemu.pod import Pod
 from kubeletemu.registry import REGISTRY_FILE, AdmittedPod, PodRegistry
@@ -42,10 +42,6 @@ class PodExistsError(EmulatorError):
 
 class PodNotFoundError(EmulatorError):
     pass
-
-
-# A later admit handler: (pod, the pods already admitted) -> result. The predicate handler's node fit.
-AdmitHandler = Callable[[Pod, Sequence[Pod]], PodAdmitResult]
 
 
 @dataclass(frozen=True)
@@ -68,7 +64,6 @@ class NodeEmulator:
         config: Config,
         machine: Machine,
         state_dir: str | os.PathLike[str] | None = None,
-        later_handlers: Sequence[tuple[str, AdmitHandler]] = (),
     ) -> None:
         self.config = config
         self.machine = machine
@@ -76,8 +71,11 @@ class NodeEmulator:
         if self.state_dir is not None:
             self.state_dir.mkdir(parents=True, exist_ok=True)
         self.registry = PodRegistry(None if self.state_dir is None else self.state_dir / REGISTRY_FILE)
-        self.later_handlers = tuple(later_handlers)
         self.cm = ContainerManager(config, machine, state_dir=self.state_dir, active_pods=self.registry.uids)
+        self.allocatable = self._node_allocatable()
+        self.predicate = PredicateAdmitHandler(
+            self.allocatable.allocatable, config.kubelet.max_pods, feature_gates=config.kubelet.feature_gates
+        )
         # After a crash the checkpoints may hold a pod the registry never recorded: it was not admitted.
         self.cm.remove_stale_state(self.registry.pods())
         for entry in self.registry:
@@ -108,18 +106,32 @@ class NodeEmulator:
                 f'pod UID "{pod.uid}" is already admitted (as {existing.pod.namespace}/{existing.pod.name})'
             )
 
+    def _node_allocatable(self) -> NodeAllocatable:
+        """``node.status.allocatable`` as the kubelet reports it for this machine and configuration."""
+        if self.machine.host is None:
+            raise EmulatorError("node allocatable needs a probed host")
+        capacity = capacity_from_host(self.machine.host, self.cm.devices.all_devices)
+        return compute_node_allocatable(capacity, self.config.kubelet)
+
     def _run_chain(self, cm: ContainerManager, pod: Pod) -> AdmissionReport:
+        """The resource allocator (Topology Manager and its providers), then the predicate handler's
+        node fit: the kubelet's order, so a pod refused by both reports the allocator's reason."""
         allocation = cm.allocate(pod)
         if not allocation.result.admit:
             return _report(pod, allocation, HANDLER_RESOURCE_ALLOCATOR)
-        for name, handler in self.later_handlers:
-            result = handler(pod, self.registry.pods())
-            if not result.admit:
-                # The allocator already allocated: release it, as the kubelet's stale-state removal would.
-                released = tuple(filter(None, (held_summary(c) for c in allocation.containers)))
-                cm.release(pod.uid)
-                containers = tuple(without_allocations(c) for c in allocation.containers)
-                return AdmissionReport(pod, False, result.reason, result.message, name, containers, released)
+        holds_devices = any(c.devices for c in allocation.containers)
+        allocated = (
+            {r: len(ids) for r, ids in cm.devices.allocated_devices.items()} if holds_devices else None
+        )
+        result = self.predicate.admit(pod, self.registry.pods(), allocated_devices=allocated)
+        if not result.admit:
+            # The allocator already allocated: release it, as the kubelet's stale-state removal would.
+            released = tuple(filter(None, (held_summary(c) for c in allocation.containers)))
+            cm.release(pod.uid)
+            containers = tuple(without_allocations(c) for c in allocation.containers)
+            return AdmissionReport(
+                pod, False, result.reason, result.message, HANDLER_PREDICATE, containers, released
+            )
         return _report(pod, allocation, "")
 
     # ---- bookkeeping ------------------------------------------------------------------------------
