@@ -14,6 +14,7 @@ from pathlib import Path
 
 from kubeletemu import cpumanager, memorymanager, topologymanager
 from kubeletemu.admission import PodAdmitResult
+from kubeletemu.checkpointmanager import batched_writes
 from kubeletemu.config import Config
 from kubeletemu.cpumanager.state.state_mem import MemoryState as CPUMemoryState
 from kubeletemu.devicemanager import Device, DeviceManager, devices_from_pci
@@ -232,7 +233,8 @@ class ContainerManager:
         log = _HintLog()
         self.topology.set_merge_observer(log.record)
         try:
-            result = self.topology.admit(pod)
+            with batched_writes():
+                result = self.topology.admit(pod)
         finally:
             self.topology.set_merge_observer(None)
         containers = tuple(self.describe(pod, c, log.for_container(c.name)) for c in pod.all_containers())
@@ -245,10 +247,11 @@ class ContainerManager:
 
     def release(self, pod_uid: str) -> None:
         """Everything the pod holds goes back: devices, CPUs, memory, stored hints."""
-        self.devices.remove_pod(pod_uid)
-        self.cpus.remove_pod(pod_uid)
-        self.memory.remove_pod(pod_uid)
-        self.topology.remove_pod(pod_uid)
+        with batched_writes():
+            self.devices.remove_pod(pod_uid)
+            self.cpus.remove_pod(pod_uid)
+            self.memory.remove_pod(pod_uid)
+            self.topology.remove_pod(pod_uid)
 
     def remove_stale_state(self, active: Iterable[Pod]) -> None:
         """Drop state of pods that are not active (after a crash between a checkpoint and the registry)."""

@@ -25,7 +25,7 @@ from kubeletemu.machine import Machine
 from kubeletemu.node_allocatable import NodeAllocatable, capacity_from_host, compute_node_allocatable
 from kubeletemu.node_topology import NodeTopologyReport, node_topology
 from kubeletemu.pod import Pod
-from kubeletemu.registry import REGISTRY_FILE, AdmittedPod, PodRegistry
+from kubeletemu.registry import REGISTRY_DIR, AdmittedPod, PodRegistry
 from kubeletemu.topologymanager import TopologyHint
 
 HANDLER_RESOURCE_ALLOCATOR = "resource-allocator"
@@ -70,7 +70,7 @@ class NodeEmulator:
         self.state_dir = None if state_dir is None else Path(state_dir)
         if self.state_dir is not None:
             self.state_dir.mkdir(parents=True, exist_ok=True)
-        self.registry = PodRegistry(None if self.state_dir is None else self.state_dir / REGISTRY_FILE)
+        self.registry = PodRegistry(None if self.state_dir is None else self.state_dir / REGISTRY_DIR)
         self.cm = ContainerManager(config, machine, state_dir=self.state_dir, active_pods=self.registry.uids)
         self.allocatable = self._node_allocatable()
         self.predicate = PredicateAdmitHandler(

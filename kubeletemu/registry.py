@@ -1,9 +1,10 @@
 """The admitted pods, in admission order, persisted beside the kubelet-format checkpoints.
 
-The kubelet learns its pods from the API server; the emulator keeps them in ``pods.json`` so a restart
-brings every admitted pod back. The file is written after the managers' checkpoints, so after a crash
-the registry never names a pod the checkpoints lack; allocations of pods it does not name are stale and
-are dropped at start-up, as the kubelet's stale-state removal does.
+The kubelet learns its pods from the API server; the emulator keeps them in ``pods/``, one small JSON file
+per pod (so an admission costs one write whatever the number of pods, a removal one unlink), with an
+admission sequence number that restores the order. A pod's file is written after the managers'
+checkpoints, so after a crash the registry never names a pod the checkpoints lack; allocations of pods it
+does not name are stale and are dropped at start-up, as the kubelet's stale-state removal does.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from kubeletemu.manifest import ManifestError, pod_from_manifest, pod_to_manifes
 from kubeletemu.pod import Pod
 from kubeletemu.topologymanager import TopologyHint
 
-REGISTRY_FILE = "pods.json"
+REGISTRY_DIR = "pods"
 _VERSION = 1
 
 
@@ -34,14 +35,16 @@ class AdmittedPod:
     # The Topology Manager's stored hint per container (its Store does not survive a kubelet restart;
     # ours does, so GetAffinity answers the same after a restart).
     affinity: dict[str, TopologyHint] = field(default_factory=dict)
+    sequence: int = 0
 
 
 class PodRegistry:
-    def __init__(self, path: Path | None) -> None:
-        self.path = path
+    def __init__(self, directory: Path | None) -> None:
+        self.directory = directory
         self._pods: dict[str, AdmittedPod] = {}
-        if path is not None and path.exists():
-            self._load(path)
+        self._next = 1
+        if directory is not None and directory.exists():
+            self._load(directory)
 
     def __contains__(self, uid: object) -> bool:
         return uid in self._pods
@@ -62,36 +65,42 @@ class PodRegistry:
         return [entry.pod for entry in self._pods.values()]
 
     def add(self, entry: AdmittedPod) -> None:
+        entry.sequence = self._next
+        self._next += 1
+        if self.directory is not None:
+            body = json.dumps(_encode(entry), sort_keys=True).encode()
+            write_file_atomic(self._file(entry.pod.uid), body, mode=0o600)
         self._pods[entry.pod.uid] = entry
-        self._save()
 
     def remove(self, uid: str) -> AdmittedPod:
         entry = self._pods.pop(uid)
-        self._save()
+        if self.directory is not None:
+            self._file(uid).unlink(missing_ok=True)
         return entry
 
     # ---- persistence ------------------------------------------------------------------------------
 
-    def _save(self) -> None:
-        if self.path is None:
-            return
-        doc = {"version": _VERSION, "pods": [_encode(entry) for entry in self._pods.values()]}
-        write_file_atomic(self.path, json.dumps(doc, indent=1, sort_keys=True).encode(), mode=0o600)
+    def _file(self, uid: str) -> Path:
+        assert self.directory is not None
+        # UIDs are RFC 4122 strings in practice; anything else is made a safe single path component.
+        return self.directory / (uid.replace("/", "%2F").replace("\0", "") + ".json")
 
-    def _load(self, path: Path) -> None:
-        try:
-            doc = json.loads(path.read_bytes())
-            if not isinstance(doc, dict) or doc.get("version") != _VERSION:
-                raise ValueError(f"unsupported registry version {doc.get('version')!r}")
-            for raw in doc["pods"]:
-                entry = _decode(raw)
-                self._pods[entry.pod.uid] = entry
-        except (OSError, ValueError, KeyError, TypeError, ManifestError) as err:
-            raise RegistryError(f"{path}: corrupt pod registry: {err}") from None
+    def _load(self, directory: Path) -> None:
+        entries = []
+        for path in sorted(directory.glob("*.json")):
+            try:
+                entries.append(_decode(json.loads(path.read_bytes())))
+            except (OSError, ValueError, KeyError, TypeError, ManifestError) as err:
+                raise RegistryError(f"{path}: corrupt pod registry entry: {err}") from None
+        for entry in sorted(entries, key=lambda e: e.sequence):
+            self._pods[entry.pod.uid] = entry
+        self._next = max((e.sequence for e in entries), default=0) + 1
 
 
 def _encode(entry: AdmittedPod) -> dict[str, Any]:
     return {
+        "version": _VERSION,
+        "sequence": entry.sequence,
         "manifest": pod_to_manifest(entry.pod),
         "affinity": {
             name: {
@@ -104,9 +113,11 @@ def _encode(entry: AdmittedPod) -> dict[str, Any]:
 
 
 def _decode(raw: Mapping[str, Any]) -> AdmittedPod:
+    if raw.get("version") != _VERSION:
+        raise ValueError(f"unsupported registry version {raw.get('version')!r}")
     pod = pod_from_manifest(raw["manifest"])
     affinity = {}
     for name, hint in raw.get("affinity", {}).items():
         nodes = hint["numaNodes"]
         affinity[name] = TopologyHint(None if nodes is None else BitMask.of(*nodes), bool(hint["preferred"]))
-    return AdmittedPod(pod, affinity)
+    return AdmittedPod(pod, affinity, int(raw["sequence"]))

@@ -135,14 +135,17 @@ class DeviceManager:
             self.allocated_devices = self.pod_devices.devices()
 
     def remove_pod(self, pod_uid: str) -> None:
-        """Free a pod's devices now (pod deletion, or the emulator's clean-up after a rejection)."""
+        """Free a pod's devices now (pod deletion, or the emulator's clean-up after a rejection). The
+        checkpoint is rewritten only when the pod held devices, as the kubelet writes it on changes."""
         with self._lock:
+            held = pod_uid in self.pod_devices.pods()
             self.pod_devices.delete([pod_uid])
             self.allocated_devices = self.pod_devices.devices()
             self.devices_to_reuse.pop(pod_uid, None)
             if self.pending_admission_pod == pod_uid:
                 self.pending_admission_pod = None
-        self._write_checkpoint()
+        if held:
+            self._write_checkpoint()
 
     # ---- HintProvider -----------------------------------------------------------------------------
 
@@ -328,7 +331,7 @@ class DeviceManager:
     def _write_checkpoint(self) -> None:
         if self.checkpoint_path is None:
             return
-        write_file_atomic(self.checkpoint_path, marshal(self.checkpoint()))
+        write_file_atomic(self.checkpoint_path, lambda: marshal(self.checkpoint()))
 
     def read_checkpoint(self, path: str | os.PathLike[str] | None = None) -> None:
         """``readCheckpoint``: restore allocations; registered resources start with no healthy devices

@@ -316,3 +316,43 @@ def _wait_for(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
             return
         time.sleep(0.05)
     raise AssertionError("condition not reached in time")
+
+
+@pytest.mark.parametrize("damaged", ["cpu_manager_state", "memory_manager_state", "pods/uid-a.json"])
+def test_corrupt_state_stops_startup_naming_the_file(make_daemon: MakeDaemon, damaged: str) -> None:
+    daemon = make_daemon()
+    assert admit(daemon, pod_yaml("a", "2")).admitted
+    assert daemon.stop() == 0
+    target = daemon.state_dir / damaged
+    assert target.exists()
+    target.write_text(target.read_text()[:-20] + "garbage")
+    with pytest.raises(RuntimeError) as info:
+        daemon.start(timeout=10)
+    log = str(info.value)
+    assert "exited with 2" in log
+    errors = [line for line in log.splitlines() if line.startswith("kubeletemu: ")]
+    assert len(errors) == 1 and damaged.split("/")[-1] in errors[0]
+
+
+def test_metrics_endpoint_serves_kubelet_names(make_daemon: MakeDaemon, tmp_path: Path) -> None:
+    import socket
+    import urllib.request
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    daemon = make_daemon()
+    daemon.stop()
+    daemon.extra_args = ["--metrics-address", f"127.0.0.1:{port}"]
+    daemon.start()
+    admit(daemon, pod_yaml("a", "2"))
+    admit(daemon, pod_yaml("big", "12"))  # refused by the Topology Manager
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
+        text = reply.read().decode()
+    values = {
+        line.split(" ")[0]: float(line.split(" ")[1]) for line in text.splitlines() if line and line[0] != "#"
+    }
+    assert values["kubelet_topology_manager_admission_requests_total"] == 2
+    assert values["kubelet_topology_manager_admission_errors_total"] == 1
+    assert values["kubelet_cpu_manager_pinning_requests_total"] == 1
+    assert values["kubelet_topology_manager_admission_duration_ms_count"] == 2

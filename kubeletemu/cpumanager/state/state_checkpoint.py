@@ -117,6 +117,9 @@ class CheckpointState:
             log.error("Failed to store state to checkpoint %s: %s", self.path, err)
 
     def _store(self) -> None:
+        write_file_atomic(self.path, self._marshal)
+
+    def _marshal(self) -> bytes:
         checkpoint = CPUManagerCheckpoint(
             policy_name=self.policy_name,
             default_cpu_set=str(self._cache.get_default_cpu_set()),
@@ -125,7 +128,7 @@ class CheckpointState:
                 for pod, containers in self._cache.get_cpu_assignments().items()
             },
         )
-        write_file_atomic(self.path, checkpoint.marshal())
+        return checkpoint.marshal()
 
     # -- Reader --------------------------------------------------------------------------------------
 

@@ -68,12 +68,15 @@ class CheckpointState:
             self._cache.set_memory_assignments(checkpoint.entries)
 
     def _store(self) -> None:
+        write_file_atomic(self.path, self._marshal)
+
+    def _marshal(self) -> bytes:
         checkpoint = MemoryManagerCheckpoint(
             policy_name=self.policy_name,
             machine_state=self._cache.get_machine_state(),
             entries=self._cache.get_memory_assignments(),
         )
-        write_file_atomic(self.path, marshal(checkpoint, self.layout))
+        return marshal(checkpoint, self.layout)
 
     def get_machine_state(self) -> NUMANodeMap:
         return self._cache.get_machine_state()
