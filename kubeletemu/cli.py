@@ -183,6 +183,30 @@ def cmd_topology(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_fingerprint(args: argparse.Namespace) -> int:
+    request = pb.GetFingerprintRequest(method=args.method)
+    response = _call(_stub(args.socket).GetFingerprint, request)
+    if args.output == "json":
+        print(json.dumps(_to_dict(response), indent=2))
+    else:
+        print(response.fingerprint)
+    return EXIT_OK
+
+
+def cmd_nrt(args: argparse.Namespace) -> int:
+    import yaml
+
+    from kubeletemu.daemon.convert import nrt_from_msg
+
+    request = pb.GetNodeResourceTopologyRequest(fingerprint_method=args.method)
+    manifest = nrt_from_msg(_call(_stub(args.socket).GetNodeResourceTopology, request)).to_manifest()
+    if args.output == "json":
+        print(json.dumps(manifest, indent=2))
+    else:
+        print(yaml.safe_dump(manifest, sort_keys=False), end="")
+    return EXIT_OK
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from kubeletemu.daemon.logging import configure_logging
     from kubeletemu.daemon.server import ServeOptions, StartupError, serve
@@ -228,7 +252,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="run the daemon")
     serve.add_argument("--config", action="append", help="KubeletConfiguration/EmulatorConfiguration YAML")
     serve.add_argument("--socket", help=f"admission socket (default from the config, else {DEFAULT_SOCKET})")
-    serve.add_argument("--podresources-socket", help="podresources socket")
+    serve.add_argument(
+        "--podresources-socket",
+        help="the kubelet podresources API socket (default from the config, else podresources.sock "
+        "beside --socket)",
+    )
     serve.add_argument("--state-dir", help="checkpoints and the pod registry")
     serve.add_argument("--sysfs-root", help="probe this sysfs tree instead of /sys")
     serve.add_argument("--procfs-root", help="probe this procfs tree instead of /proc")
@@ -255,6 +283,20 @@ def build_parser() -> argparse.ArgumentParser:
     remove.set_defaults(func=cmd_remove)
     client("list", "list admitted pods").set_defaults(func=cmd_list)
     client("topology", "per-NUMA-node allocatable and free resources").set_defaults(func=cmd_topology)
+    methods = ("with-exclusive-resources", "all", "exclude-terminal")
+    fingerprint = client("fingerprint", "the pfp0v001 fingerprint of the pods podresources List reports")
+    fingerprint.add_argument(
+        "--method",
+        choices=methods,
+        default=methods[0],
+        help="which listed pods go in: %(choices)s (default %(default)s, as resource-topology-exporter)",
+    )
+    fingerprint.set_defaults(func=cmd_fingerprint)
+    nrt = sub.add_parser("nrt", help="the NodeResourceTopology an exporter would publish (kubectl apply -f)")
+    nrt.add_argument("--socket", default=DEFAULT_SOCKET, help="the daemon's socket (%(default)s)")
+    nrt.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml")
+    nrt.add_argument("--method", choices=methods, default=methods[0], help="the fingerprint's pod selection")
+    nrt.set_defaults(func=cmd_nrt)
 
     probe = sub.add_parser("probe", help="print the host's NUMA topology")
     probe.add_argument("--sysfs-root", default="/sys")

@@ -15,7 +15,8 @@ sysfsRoot: /sys               # where hostprobe reads the topology (a snapshot d
 procfsRoot: /proc
 stateDir: /var/lib/kubeletemu # checkpoints: cpu_manager_state, memory_manager_state, ...
 socket: /run/kubeletemu/kubeletemu.sock                # the admission gRPC service
-podResourcesSocket: /run/kubeletemu/podresources.sock  # the kubelet podresources API
+podResourcesSocket: /run/kubeletemu/podresources.sock  # the kubelet podresources API; "": beside socket
+nodeName: worker-1            # the node's name in NodeResourceTopology objects; "": the host name
 metricsAddress: ""            # host:port for /metrics; empty = no HTTP listener
 kubeletRootDir: /var/lib/kubelet  # read-only: the real kubelet's checkpoints, for shadow mode
 shutdownGracePeriod: 10s      # in-flight RPCs get this long on SIGTERM (keep TimeoutStopSec above it)
@@ -42,6 +43,8 @@ API_VERSION = "kubeletemu.io/v1alpha1"
 KIND = "EmulatorConfiguration"
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
+# RFC 1123 subdomain: what an object name (here the NodeResourceTopology's) must be.
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 _DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 _KEYS = (
@@ -53,6 +56,7 @@ _KEYS = (
     "stateDir",
     "socket",
     "podResourcesSocket",
+    "nodeName",
     "metricsAddress",
     "kubeletRootDir",
     "shutdownGracePeriod",
@@ -84,7 +88,10 @@ class EmulatorConfiguration:
     procfs_root: str = "/proc"
     state_dir: str = "/var/lib/kubeletemu"
     socket: str = "/run/kubeletemu/kubeletemu.sock"
-    pod_resources_socket: str = "/run/kubeletemu/podresources.sock"
+    # None: ``podresources.sock`` in the admission socket's directory.
+    pod_resources_socket: str | None = None
+    # None: the host name, lowercased (the kubelet's default node name).
+    node_name: str | None = None
     metrics_address: str | None = None
     kubelet_root_dir: str = "/var/lib/kubelet"
     shutdown_grace_period: float = 10.0  # seconds
@@ -119,6 +126,21 @@ def parse_emulator_configuration(doc: Mapping[str, Any], where: Where) -> Emulat
             raise where.error(key, "must not be empty")
         return text
 
+    # Both: empty or absent means the derived default.
+    pod_resources = doc.get("podResourcesSocket")
+    pod_resources_socket = (
+        None if pod_resources in (None, "") else fields.string(where, "podResourcesSocket", pod_resources)
+    )
+    node_name = None
+    if doc.get("nodeName") not in (None, ""):
+        node_name = fields.string(where, "nodeName", doc["nodeName"])
+        if len(node_name) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(node_name):
+            raise where.error(
+                "nodeName",
+                f"{node_name!r} is not a valid node name: lowercase letters, digits, '-' and '.', "
+                "starting and ending with a letter or digit, at most 253 characters",
+            )
+
     metrics_address = doc.get("metricsAddress")
     metrics = (
         None if metrics_address in (None, "") else fields.string(where, "metricsAddress", metrics_address)
@@ -142,7 +164,8 @@ def parse_emulator_configuration(doc: Mapping[str, Any], where: Where) -> Emulat
         procfs_root=path_setting("procfsRoot", defaults.procfs_root),
         state_dir=path_setting("stateDir", defaults.state_dir),
         socket=path_setting("socket", defaults.socket),
-        pod_resources_socket=path_setting("podResourcesSocket", defaults.pod_resources_socket),
+        pod_resources_socket=pod_resources_socket,
+        node_name=node_name,
         metrics_address=metrics,
         kubelet_root_dir=path_setting("kubeletRootDir", defaults.kubelet_root_dir),
         shutdown_grace_period=grace,

@@ -18,6 +18,8 @@ from kubeletemu.daemon.errors import serialized
 from kubeletemu.daemon.logging import get_logger
 from kubeletemu.daemon.metrics import KubeletMetrics
 from kubeletemu.emulator import HANDLER_RESOURCE_ALLOCATOR, AdmissionReport, NodeEmulator
+from kubeletemu.podresources import nrt, view
+from kubeletemu.podresources.fingerprint import METHOD_WITH_EXCLUSIVE_RESOURCES, parse_method
 
 log = get_logger("kubeletemu.admission")
 
@@ -71,6 +73,19 @@ class AdmissionServicer(pb_grpc.AdmissionServicer):
     @serialized
     def GetNodeTopology(self, request: pb.GetNodeTopologyRequest, context: Any) -> pb.NodeTopology:
         return convert.node_topology_msg(self.emulator().topology())
+
+    @serialized
+    def GetFingerprint(self, request: pb.GetFingerprintRequest, context: Any) -> pb.GetFingerprintResponse:
+        method = parse_method(request.method or METHOD_WITH_EXCLUSIVE_RESOURCES)
+        sign, status = view.node_fingerprint(self.emulator(), method)
+        return convert.fingerprint_msg(sign, method, status)
+
+    @serialized
+    def GetNodeResourceTopology(
+        self, request: pb.GetNodeResourceTopologyRequest, context: Any
+    ) -> pb.NodeResourceTopology:
+        method = request.fingerprint_method or METHOD_WITH_EXCLUSIVE_RESOURCES
+        return convert.nrt_msg(nrt.node_resource_topology(self.emulator(), method))
 
     def _observe(self, report: AdmissionReport, seconds: float) -> None:
         """The kubelet's Topology Manager and CPU Manager admission metrics."""

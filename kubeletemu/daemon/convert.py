@@ -15,6 +15,8 @@ from kubeletemu.emulator import AdmissionReport
 from kubeletemu.manifest import ManifestError, parse_pods, pod_from_manifest
 from kubeletemu.node_topology import NodeTopologyReport
 from kubeletemu.pod import Pod, compute_qos
+from kubeletemu.podresources import nrt
+from kubeletemu.podresources.fingerprint import Status
 from kubeletemu.topologymanager import ProviderHints, TopologyHint
 
 
@@ -182,4 +184,66 @@ def node_topology_msg(report: NodeTopologyReport) -> pb.NodeTopology:
         cpu_manager_policy=report.cpu_manager_policy,
         memory_manager_policy=report.memory_manager_policy,
         kubelet_start_errors=report.kubelet_start_errors,
+    )
+
+
+def fingerprint_msg(fingerprint: str, method: str, status: Status) -> pb.GetFingerprintResponse:
+    return pb.GetFingerprintResponse(
+        fingerprint=fingerprint,
+        method=method,
+        node_name=status.node_name,
+        pods=[pb.PodName(namespace=p.namespace, name=p.name) for p in status.pods],
+        status_json=status.to_json(),
+    )
+
+
+def _attributes_msg(attributes: Iterable[nrt.AttributeInfo]) -> list[pb.AttributeInfo]:
+    return [pb.AttributeInfo(name=a.name, value=a.value) for a in attributes]
+
+
+def nrt_msg(topology: nrt.NodeResourceTopology) -> pb.NodeResourceTopology:
+    return pb.NodeResourceTopology(
+        name=topology.name,
+        annotations=dict(topology.annotations),
+        zones=[
+            pb.Zone(
+                name=zone.name,
+                type=zone.type,
+                costs=[pb.CostInfo(name=c.name, value=c.value) for c in zone.costs],
+                attributes=_attributes_msg(zone.attributes),
+                resources=[
+                    pb.ResourceInfo(
+                        name=r.name, capacity=r.capacity, allocatable=r.allocatable, available=r.available
+                    )
+                    for r in zone.resources
+                ],
+            )
+            for zone in topology.zones
+        ],
+        attributes=_attributes_msg(topology.attributes),
+    )
+
+
+def _attributes(msgs: Iterable[pb.AttributeInfo]) -> tuple[nrt.AttributeInfo, ...]:
+    return tuple(nrt.AttributeInfo(a.name, a.value) for a in msgs)
+
+
+def nrt_from_msg(msg: pb.NodeResourceTopology) -> nrt.NodeResourceTopology:
+    """The inverse of :func:`nrt_msg`, for clients that print the object (``kubeletemu nrt``)."""
+    return nrt.NodeResourceTopology(
+        name=msg.name,
+        annotations=dict(msg.annotations),
+        zones=tuple(
+            nrt.Zone(
+                name=zone.name,
+                type=zone.type,
+                costs=tuple(nrt.CostInfo(c.name, c.value) for c in zone.costs),
+                resources=tuple(
+                    nrt.ResourceInfo(r.name, r.capacity, r.allocatable, r.available) for r in zone.resources
+                ),
+                attributes=_attributes(zone.attributes),
+            )
+            for zone in msg.zones
+        ),
+        attributes=_attributes(msg.attributes),
     )

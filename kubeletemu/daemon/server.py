@@ -34,10 +34,12 @@ from kubeletemu.daemon.logging import get_logger
 from kubeletemu.daemon.metrics import KubeletMetrics, MetricsServer, start_metrics_server
 from kubeletemu.emulator import NodeEmulator
 from kubeletemu.machine import Machine
+from kubeletemu.podresources.server import PodResourcesServer
 
 log = get_logger("kubeletemu.daemon")
 
 ADMISSION_SERVICE = admission_pb2.DESCRIPTOR.services_by_name["Admission"].full_name
+PODRESOURCES_SOCKET_NAME = "podresources.sock"
 # Responses of the podresources API can be large (the kubelet allows 16 MiB); so can ours.
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 _SOCKET_UMASK = 0o117  # sockets come out 0660
@@ -66,6 +68,7 @@ class ServeOptions:
 class _Runtime:
     config: Config
     socket: str
+    podresources_socket: str
     state_dir: str
     sysfs_root: str
     procfs_root: str
@@ -76,9 +79,14 @@ class _Runtime:
 def resolve(options: ServeOptions, config: Config) -> _Runtime:
     """Flags win over the EmulatorConfiguration, which wins over the built-in defaults."""
     emulator = config.emulator
+    socket = options.socket or emulator.socket
     return _Runtime(
         config=config,
-        socket=options.socket or emulator.socket,
+        socket=socket,
+        # Unset: beside the admission socket (by default /run/kubeletemu/podresources.sock).
+        podresources_socket=options.podresources_socket
+        or emulator.pod_resources_socket
+        or os.path.join(os.path.dirname(socket), PODRESOURCES_SOCKET_NAME),
         state_dir=options.state_dir or emulator.state_dir,
         sysfs_root=options.sysfs_root or emulator.sysfs_root,
         procfs_root=options.procfs_root or emulator.procfs_root,
@@ -109,6 +117,7 @@ class Daemon:
         self.metrics = KubeletMetrics()
         self.health = HealthServicer()
         self.server: grpc.aio.Server | None = None
+        self.podresources: PodResourcesServer | None = None
         self.metrics_server: MetricsServer | None = None
         self._stop = asyncio.Event()
         self.last_reload_error: str | None = None
@@ -131,6 +140,8 @@ class Daemon:
             raise StartupError(str(err)) from None
         self.runtime = resolve(self.options, config)
         rt = self.runtime
+        if os.path.abspath(rt.podresources_socket) == os.path.abspath(rt.socket):
+            raise StartupError(f"the podresources socket must differ from the admission socket ({rt.socket})")
         if self.options.sample:
             self._sample_dir = tempfile.TemporaryDirectory(prefix="kubeletemu-sample-")
             sys_root, proc_root = write_sample_tree(self._sample_dir.name)
@@ -167,8 +178,12 @@ class Daemon:
             server,
         )
         _bind_unix(server, rt.socket)
+        podresources = PodResourcesServer(lambda: self.emulator, self.lock, self.metrics)
+        _bind_unix(podresources.server, rt.podresources_socket)
         await server.start()
         self.server = server
+        await podresources.start()
+        self.podresources = podresources
         await self.health.set("", health_pb2.HealthCheckResponse.SERVING)
         await self.health.set(ADMISSION_SERVICE, health_pb2.HealthCheckResponse.SERVING)
         if rt.metrics_address:
@@ -177,7 +192,13 @@ class Daemon:
         status = (
             f"serving on {rt.socket}: {nodes} NUMA node(s), {len(self.emulator.registry)} pod(s) restored"
         )
-        log.info("ready", socket=rt.socket, numa_nodes=nodes, pods=len(self.emulator.registry))
+        log.info(
+            "ready",
+            socket=rt.socket,
+            podresources_socket=rt.podresources_socket,
+            numa_nodes=nodes,
+            pods=len(self.emulator.registry),
+        )
         sdnotify.ready(status)
 
     # ---- run loop ---------------------------------------------------------------------------------
@@ -209,7 +230,12 @@ class Daemon:
         sdnotify.reloading()
         try:
             config = self.read_config()
-            runtime = replace(resolve(self.options, config), socket=self.runtime.socket)
+            # The sockets stay bound where they are.
+            runtime = replace(
+                resolve(self.options, config),
+                socket=self.runtime.socket,
+                podresources_socket=self.runtime.podresources_socket,
+            )
             async with self.lock:
                 await asyncio.to_thread(_trial_build, config, self.machine, runtime.state_dir)
                 self.emulator = build_emulator(config, self.machine, runtime.state_dir)
@@ -227,12 +253,17 @@ class Daemon:
     async def shutdown(self) -> None:
         sdnotify.stopping()
         await self.health.enter_graceful_shutdown()
+        stopping = []
         if self.server is not None:
-            await self.server.stop(self.runtime.grace_period)
+            stopping.append(self.server.stop(self.runtime.grace_period))
+        if self.podresources is not None:
+            stopping.append(self.podresources.stop(self.runtime.grace_period))
+        await asyncio.gather(*stopping)
         if self.metrics_server is not None:
             self.metrics_server.close()
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.runtime.socket)
+        for path in (self.runtime.socket, self.runtime.podresources_socket):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
         log.info("stopped")
 
 

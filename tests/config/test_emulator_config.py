@@ -45,7 +45,7 @@ def test_settings_and_defaults() -> None:
     config = emulator(
         "sysfsRoot: /snap/sys\nprocfsRoot: /snap/proc\nstateDir: /tmp/state\nsocket: /tmp/k.sock\n"
         "podResourcesSocket: /tmp/p.sock\nmetricsAddress: 127.0.0.1:10255\nkubeletRootDir: /srv/kubelet\n"
-        "shutdownGracePeriod: 1m30s\nlogLevel: debug\n"
+        "shutdownGracePeriod: 1m30s\nlogLevel: debug\nnodeName: worker-1.example.com\n"
     )
     assert config == EmulatorConfiguration(
         sysfs_root="/snap/sys",
@@ -53,12 +53,17 @@ def test_settings_and_defaults() -> None:
         state_dir="/tmp/state",
         socket="/tmp/k.sock",
         pod_resources_socket="/tmp/p.sock",
+        node_name="worker-1.example.com",
         metrics_address="127.0.0.1:10255",
         kubelet_root_dir="/srv/kubelet",
         shutdown_grace_period=90.0,
         log_level="debug",
     )
     assert emulator('metricsAddress: ""\n').metrics_address is None
+    # Unset: podresources.sock beside the admission socket, and the host name.
+    assert EmulatorConfiguration().pod_resources_socket is None
+    assert EmulatorConfiguration().node_name is None
+    assert emulator('podResourcesSocket: ""\nnodeName: ""\n') == EmulatorConfiguration()
 
 
 def test_static_devices_without_topology_and_numeric_ids() -> None:
@@ -107,6 +112,15 @@ def test_parse_duration_rejects(text: str) -> None:
             E + "shutdownGracePeriod: invalid duration 'ten seconds'",
             id="grace",
         ),
+        pytest.param(
+            "nodeName: Worker_1\n",
+            E + "nodeName: 'Worker_1' is not a valid node name",
+            id="node_name",
+        ),
+        pytest.param(
+            "nodeName: -a.b\n", E + "nodeName: '-a.b' is not a valid node name", id="node_name_dash"
+        ),
+        pytest.param("nodeName: 7\n", E + "nodeName: expected a string, got an integer", id="node_name_type"),
         pytest.param("devices: {}\n", E + "devices: expected a list, got a mapping", id="devices_type"),
         pytest.param(
             "devices: [{devices: [{id: a}]}]\n",

@@ -27,7 +27,13 @@ class DaemonProcess:
     procfs_root: Path
     log: Path
     extra_args: list[str] = field(default_factory=list)
+    # None: "pr.sock" beside the admission socket (unix socket paths must stay short).
+    podresources_socket: Path | None = None
     process: subprocess.Popen[bytes] | None = None
+
+    def __post_init__(self) -> None:
+        if self.podresources_socket is None:
+            self.podresources_socket = self.socket.parent / "pr.sock"
 
     def start(self, timeout: float = 15.0) -> DaemonProcess:
         args = [
@@ -39,6 +45,8 @@ class DaemonProcess:
             str(self.config),
             "--socket",
             str(self.socket),
+            "--podresources-socket",
+            str(self.podresources_socket),
             "--state-dir",
             str(self.state_dir),
             "--sysfs-root",
@@ -75,6 +83,12 @@ class DaemonProcess:
 
     def channel(self) -> grpc.Channel:
         return grpc.insecure_channel(f"unix:{self.socket}")
+
+    def podresources_channel(self, max_receive: int = 16 * 1024 * 1024) -> grpc.Channel:
+        """A channel as kubelet clients open it: 16 MiB receive limit."""
+        return grpc.insecure_channel(
+            f"unix:{self.podresources_socket}", options=[("grpc.max_receive_message_length", max_receive)]
+        )
 
     def stub(self) -> admission_pb2_grpc.AdmissionStub:
         return admission_pb2_grpc.AdmissionStub(self.channel())

@@ -345,3 +345,98 @@ class NodeTopology(_message.Message):
     memory_manager_policy: str
     kubelet_start_errors: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, numa_nodes: _Optional[_Iterable[_Union[NUMANode, _Mapping]]] = ..., reserved_cpu_ids: _Optional[_Iterable[int]] = ..., shared_pool_cpu_ids: _Optional[_Iterable[int]] = ..., topology_manager_policy: _Optional[str] = ..., topology_manager_scope: _Optional[str] = ..., topology_manager_policy_options: _Optional[_Mapping[str, str]] = ..., cpu_manager_policy: _Optional[str] = ..., memory_manager_policy: _Optional[str] = ..., kubelet_start_errors: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class GetFingerprintRequest(_message.Message):
+    __slots__ = ("method",)
+    METHOD_FIELD_NUMBER: _ClassVar[int]
+    method: str
+    def __init__(self, method: _Optional[str] = ...) -> None: ...
+
+class PodName(_message.Message):
+    __slots__ = ("namespace", "name")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    name: str
+    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+
+class GetFingerprintResponse(_message.Message):
+    __slots__ = ("fingerprint", "method", "node_name", "pods", "status_json")
+    FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
+    METHOD_FIELD_NUMBER: _ClassVar[int]
+    NODE_NAME_FIELD_NUMBER: _ClassVar[int]
+    PODS_FIELD_NUMBER: _ClassVar[int]
+    STATUS_JSON_FIELD_NUMBER: _ClassVar[int]
+    fingerprint: str
+    method: str
+    node_name: str
+    pods: _containers.RepeatedCompositeFieldContainer[PodName]
+    status_json: str
+    def __init__(self, fingerprint: _Optional[str] = ..., method: _Optional[str] = ..., node_name: _Optional[str] = ..., pods: _Optional[_Iterable[_Union[PodName, _Mapping]]] = ..., status_json: _Optional[str] = ...) -> None: ...
+
+class GetNodeResourceTopologyRequest(_message.Message):
+    __slots__ = ("fingerprint_method",)
+    FINGERPRINT_METHOD_FIELD_NUMBER: _ClassVar[int]
+    fingerprint_method: str
+    def __init__(self, fingerprint_method: _Optional[str] = ...) -> None: ...
+
+class ResourceInfo(_message.Message):
+    __slots__ = ("name", "capacity", "allocatable", "available")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    CAPACITY_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATABLE_FIELD_NUMBER: _ClassVar[int]
+    AVAILABLE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    capacity: int
+    allocatable: int
+    available: int
+    def __init__(self, name: _Optional[str] = ..., capacity: _Optional[int] = ..., allocatable: _Optional[int] = ..., available: _Optional[int] = ...) -> None: ...
+
+class CostInfo(_message.Message):
+    __slots__ = ("name", "value")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    value: int
+    def __init__(self, name: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+
+class AttributeInfo(_message.Message):
+    __slots__ = ("name", "value")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    value: str
+    def __init__(self, name: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+
+class Zone(_message.Message):
+    __slots__ = ("name", "type", "costs", "attributes", "resources")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    COSTS_FIELD_NUMBER: _ClassVar[int]
+    ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
+    RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    type: str
+    costs: _containers.RepeatedCompositeFieldContainer[CostInfo]
+    attributes: _containers.RepeatedCompositeFieldContainer[AttributeInfo]
+    resources: _containers.RepeatedCompositeFieldContainer[ResourceInfo]
+    def __init__(self, name: _Optional[str] = ..., type: _Optional[str] = ..., costs: _Optional[_Iterable[_Union[CostInfo, _Mapping]]] = ..., attributes: _Optional[_Iterable[_Union[AttributeInfo, _Mapping]]] = ..., resources: _Optional[_Iterable[_Union[ResourceInfo, _Mapping]]] = ...) -> None: ...
+
+class NodeResourceTopology(_message.Message):
+    __slots__ = ("name", "annotations", "zones", "attributes")
+    class AnnotationsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ANNOTATIONS_FIELD_NUMBER: _ClassVar[int]
+    ZONES_FIELD_NUMBER: _ClassVar[int]
+    ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    annotations: _containers.ScalarMap[str, str]
+    zones: _containers.RepeatedCompositeFieldContainer[Zone]
+    attributes: _containers.RepeatedCompositeFieldContainer[AttributeInfo]
+    def __init__(self, name: _Optional[str] = ..., annotations: _Optional[_Mapping[str, str]] = ..., zones: _Optional[_Iterable[_Union[Zone, _Mapping]]] = ..., attributes: _Optional[_Iterable[_Union[AttributeInfo, _Mapping]]] = ...) -> None: ...

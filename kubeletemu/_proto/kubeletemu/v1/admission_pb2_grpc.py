@@ -65,6 +65,16 @@ class AdmissionStub:
                 request_serializer=kubeletemu_dot_v1_dot_admission__pb2.GetNodeTopologyRequest.SerializeToString,
                 response_deserializer=kubeletemu_dot_v1_dot_admission__pb2.NodeTopology.FromString,
                 _registered_method=True)
+        self.GetFingerprint = channel.unary_unary(
+                '/kubeletemu.v1.Admission/GetFingerprint',
+                request_serializer=kubeletemu_dot_v1_dot_admission__pb2.GetFingerprintRequest.SerializeToString,
+                response_deserializer=kubeletemu_dot_v1_dot_admission__pb2.GetFingerprintResponse.FromString,
+                _registered_method=True)
+        self.GetNodeResourceTopology = channel.unary_unary(
+                '/kubeletemu.v1.Admission/GetNodeResourceTopology',
+                request_serializer=kubeletemu_dot_v1_dot_admission__pb2.GetNodeResourceTopologyRequest.SerializeToString,
+                response_deserializer=kubeletemu_dot_v1_dot_admission__pb2.NodeResourceTopology.FromString,
+                _registered_method=True)
 
 
 class AdmissionServicer:
@@ -113,6 +123,22 @@ class AdmissionServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetFingerprint(self, request, context):
+        """GetFingerprint is the pfp0v001 fingerprint of the pods the podresources List reports, selected as the
+        exporters select them, with the pods that went into it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetNodeResourceTopology(self, request, context):
+        """GetNodeResourceTopology is the NodeResourceTopology (topology.node.k8s.io/v1alpha2) an exporter would
+        publish from this node's podresources.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdmissionServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -145,6 +171,16 @@ def add_AdmissionServicer_to_server(servicer, server):
                     servicer.GetNodeTopology,
                     request_deserializer=kubeletemu_dot_v1_dot_admission__pb2.GetNodeTopologyRequest.FromString,
                     response_serializer=kubeletemu_dot_v1_dot_admission__pb2.NodeTopology.SerializeToString,
+            ),
+            'GetFingerprint': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetFingerprint,
+                    request_deserializer=kubeletemu_dot_v1_dot_admission__pb2.GetFingerprintRequest.FromString,
+                    response_serializer=kubeletemu_dot_v1_dot_admission__pb2.GetFingerprintResponse.SerializeToString,
+            ),
+            'GetNodeResourceTopology': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetNodeResourceTopology,
+                    request_deserializer=kubeletemu_dot_v1_dot_admission__pb2.GetNodeResourceTopologyRequest.FromString,
+                    response_serializer=kubeletemu_dot_v1_dot_admission__pb2.NodeResourceTopology.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -310,6 +346,60 @@ class Admission:
             '/kubeletemu.v1.Admission/GetNodeTopology',
             kubeletemu_dot_v1_dot_admission__pb2.GetNodeTopologyRequest.SerializeToString,
             kubeletemu_dot_v1_dot_admission__pb2.NodeTopology.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetFingerprint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kubeletemu.v1.Admission/GetFingerprint',
+            kubeletemu_dot_v1_dot_admission__pb2.GetFingerprintRequest.SerializeToString,
+            kubeletemu_dot_v1_dot_admission__pb2.GetFingerprintResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetNodeResourceTopology(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kubeletemu.v1.Admission/GetNodeResourceTopology',
+            kubeletemu_dot_v1_dot_admission__pb2.GetNodeResourceTopologyRequest.SerializeToString,
+            kubeletemu_dot_v1_dot_admission__pb2.NodeResourceTopology.FromString,
             options,
             channel_credentials,
             insecure,
