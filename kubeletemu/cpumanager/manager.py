@@ -79,6 +79,10 @@ class CPUManager:
         with self._lock:
             self.policy.allocate(self.state, pod, container)
 
+    def pinning_counts(self) -> tuple[int, int]:
+        """(pinning requests, pinning errors) so far: the static policy's, zero under none."""
+        return getattr(self.policy, "pinning_requests", 0), getattr(self.policy, "pinning_errors", 0)
+
     def allocate_pod(self, pod: Pod) -> None:
         with self._lock:
             self.policy.allocate_pod(self.state, pod)

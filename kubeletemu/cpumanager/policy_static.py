@@ -60,6 +60,9 @@ class StaticPolicy:
         self.cpu_group_size = topology.cpus_per_core()
         # podUID -> CPUs of its finished init containers, reusable by the next containers of that pod.
         self.cpus_to_reuse: dict[str, CPUSet] = {}
+        # Containers that asked for exclusive CPUs, and those whose allocation failed.
+        self.pinning_requests = 0
+        self.pinning_errors = 0
 
         all_cpus = topology.cpu_details.cpus()
         if reserved_cpus is not None and reserved_cpus.size() > 0:
@@ -207,10 +210,21 @@ class StaticPolicy:
             raise SMTAlignmentError(num_cpus, self.cpu_group_size, available, caused_by_physical_cpus=True)
 
     def allocate(self, state: State, pod: Pod, container: Container) -> None:
-        """``Allocate``: reuse a restored assignment, else allocate aligned to the merged hint."""
+        """``Allocate``: reuse a restored assignment, else allocate aligned to the merged hint.
+
+        Counts pinning requests and errors as the kubelet's ``cpu_manager_pinning_*_total`` do.
+        """
         num_cpus = self.requests.guaranteed_cpus(pod, container)
         if num_cpus == 0:
             return
+        self.pinning_requests += 1
+        try:
+            self._allocate(state, pod, container, num_cpus)
+        except Exception:
+            self.pinning_errors += 1
+            raise
+
+    def _allocate(self, state: State, pod: Pod, container: Container, num_cpus: int) -> None:
         if self.requests.pod_level_unsupported(pod):
             return
         self._enforce_smt_alignment(state, num_cpus)

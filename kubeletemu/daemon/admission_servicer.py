@@ -16,10 +16,13 @@ from kubeletemu._proto.kubeletemu.v1 import admission_pb2_grpc as pb_grpc
 from kubeletemu.daemon import convert
 from kubeletemu.daemon.errors import serialized
 from kubeletemu.daemon.logging import get_logger
-from kubeletemu.daemon.metrics import KubeletMetrics
+from kubeletemu.daemon.metrics import ALIGNED_NUMA_NODE, KubeletMetrics
 from kubeletemu.emulator import HANDLER_RESOURCE_ALLOCATOR, AdmissionReport, NodeEmulator
 from kubeletemu.podresources import nrt, view
 from kubeletemu.podresources.fingerprint import METHOD_WITH_EXCLUSIVE_RESOURCES, parse_method
+from kubeletemu.topologymanager import ERROR_TOPOLOGY_AFFINITY
+from kubeletemu.topologymanager.policy import POLICY_SINGLE_NUMA_NODE
+from kubeletemu.topologymanager.scope import SCOPE_CONTAINER
 
 log = get_logger("kubeletemu.admission")
 
@@ -36,9 +39,11 @@ class AdmissionServicer(pb_grpc.AdmissionServicer):
     @serialized
     def Admit(self, request: pb.AdmitRequest, context: Any) -> pb.AdmitResponse:
         pod = convert.pods_from_source(request.pod)[0]
+        emulator = self.emulator()
+        pins_before = emulator.cm.cpus.pinning_counts()
         started = time.perf_counter()
-        report = self.emulator().admit(pod)
-        self._observe(report, time.perf_counter() - started)
+        report = emulator.admit(pod)
+        self._observe(emulator, report, time.perf_counter() - started, pins_before)
         log.info(
             "admit",
             pod=f"{pod.namespace}/{pod.name}",
@@ -87,13 +92,29 @@ class AdmissionServicer(pb_grpc.AdmissionServicer):
         method = request.fingerprint_method or METHOD_WITH_EXCLUSIVE_RESOURCES
         return convert.nrt_msg(nrt.node_resource_topology(self.emulator(), method))
 
-    def _observe(self, report: AdmissionReport, seconds: float) -> None:
-        """The kubelet's Topology Manager and CPU Manager admission metrics."""
+    def _observe(
+        self, emulator: NodeEmulator, report: AdmissionReport, seconds: float, pins_before: tuple[int, int]
+    ) -> None:
+        """The kubelet's Topology Manager and CPU Manager admission metrics, counted where it counts them:
+        admission errors for any refusal inside the allocator; aligned-resource counts (single-numa-node
+        only) per container in container scope and per pod in pod scope, failures on a policy refusal;
+        pinning requests and errors from the static CPU policy's Allocate."""
         m = self.metrics
         m.topology_manager_admission_requests_total.inc()
         m.topology_manager_admission_duration_ms.observe(seconds * 1000)
-        if not report.admitted and report.decided_by == HANDLER_RESOURCE_ALLOCATOR:
+        cm = emulator.cm
+        scope = cm.topology_manager_scope
+        by_allocator = not report.admitted and report.decided_by == HANDLER_RESOURCE_ALLOCATOR
+        if by_allocator:
             m.topology_manager_admission_errors_total.inc()
-        pinned = sum(1 for c in report.containers if c.exclusive_cpus)
-        if pinned:
-            m.cpu_manager_pinning_requests_total.inc(pinned)
+        if cm.topology_manager_policy == POLICY_SINGLE_NUMA_NODE:
+            if by_allocator and report.reason == ERROR_TOPOLOGY_AFFINITY:
+                m.container_aligned_compute_resources_failure_count.labels(scope, ALIGNED_NUMA_NODE).inc()
+            elif not by_allocator:
+                aligned = len(report.containers) if scope == SCOPE_CONTAINER else 1
+                m.container_aligned_compute_resources_count.labels(scope, ALIGNED_NUMA_NODE).inc(aligned)
+        requests, errors = cm.cpus.pinning_counts()
+        if requests > pins_before[0]:
+            m.cpu_manager_pinning_requests_total.inc(requests - pins_before[0])
+        if errors > pins_before[1]:
+            m.cpu_manager_pinning_errors_total.inc(errors - pins_before[1])

@@ -319,3 +319,14 @@ def test_capture_topology_node_fit(captures: CaptureStore) -> None:
     # 39 more: 38 CPUs are left in all: the CPU manager has no hint, restricted refuses.
     report = emulator.admit(pod("g39", guaranteed("a", cpu="39", memory="1Gi")))
     assert (report.reason, report.decided_by) == ("TopologyAffinityError", HANDLER_RESOURCE_ALLOCATOR)
+
+
+def test_cpu_pinning_counts_follow_the_static_policy(machine: Machine) -> None:
+    """cpu_manager_pinning_requests/errors_total count the static policy's Allocate calls that need
+    exclusive CPUs: 3 successes and the 4th pod's failure (see the sequence above); Burstable pods
+    never pin."""
+    emulator = node(machine, "best-effort")
+    emulator.admit(pod("b", ctr("a", {"cpu": "1"})))
+    for i in range(4):
+        emulator.admit(pod(f"g{i}", guaranteed("a", cpu="4", memory="1Gi")))
+    assert emulator.cm.cpus.pinning_counts() == (4, 1)

@@ -356,3 +356,11 @@ def test_metrics_endpoint_serves_kubelet_names(make_daemon: MakeDaemon, tmp_path
     assert values["kubelet_topology_manager_admission_errors_total"] == 1
     assert values["kubelet_cpu_manager_pinning_requests_total"] == 1
     assert values["kubelet_topology_manager_admission_duration_ms_count"] == 2
+    # single-numa-node, container scope: one aligned container, one policy refusal.
+    aligned = 'kubelet_container_aligned_compute_resources_count{boundary="numa_node",scope="container"}'
+    failed = (
+        'kubelet_container_aligned_compute_resources_failure_count{boundary="numa_node",scope="container"}'
+    )
+    assert values[aligned] == 1
+    assert values[failed] == 1
+    assert values["kubelet_cpu_manager_pinning_errors_total"] == 0
