@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kubeletemu.checkpointmanager import batched_writes
 from kubeletemu.config import Config
 from kubeletemu.containermanager import (
     AllocationResult,
@@ -76,21 +77,38 @@ class NodeEmulator:
         self.predicate = PredicateAdmitHandler(
             self.allocatable.allocatable, config.kubelet.max_pods, feature_gates=config.kubelet.feature_gates
         )
-        # After a crash the checkpoints may hold a pod the registry never recorded: it was not admitted.
-        self.cm.remove_stale_state(self.registry.pods())
+        self.dropped_at_startup = self._reconcile()
         for entry in self.registry:
             for name, hint in entry.affinity.items():
                 self.cm.restore_affinity(entry.pod, name, hint)
+
+    def _reconcile(self) -> list[str]:
+        """After a crash: a registered pod whose checkpoints lack what its file records was never
+        answered (its files were being written together) and is dropped; allocations of pods the
+        registry does not name are stale. Returns the UIDs dropped from the registry."""
+        dropped = []
+        for entry in self.registry:
+            held = {
+                c.name: allocation_record(self.cm.describe(entry.pod, c)) for c in entry.pod.all_containers()
+            }
+            if held != entry.allocations:
+                self.registry.remove(entry.pod.uid)
+                dropped.append(entry.pod.uid)
+        self.cm.remove_stale_state(self.registry.pods())
+        return dropped
 
     # ---- admission --------------------------------------------------------------------------------
 
     def admit(self, pod: Pod) -> AdmissionReport:
         """The kubelet's admission; an admitted pod keeps its allocation."""
         self._check_new(pod)
-        report = self._run_chain(self.cm, pod)
-        if report.admitted:
-            affinity = {c.name: c.affinity for c in report.containers if c.affinity is not None}
-            self.registry.add(AdmittedPod(pod, affinity))
+        # One batch: the checkpoints and the pod's registry file are written together, concurrently.
+        with batched_writes():
+            report = self._run_chain(self.cm, pod)
+            if report.admitted:
+                affinity = {c.name: c.affinity for c in report.containers if c.affinity is not None}
+                records = {c.name: allocation_record(c) for c in report.containers}
+                self.registry.add(AdmittedPod(pod, affinity, allocations=records))
         return report
 
     def would_admit(self, pod: Pod, overrides: TopologyOverrides | None = None) -> AdmissionReport:
@@ -140,8 +158,9 @@ class NodeEmulator:
         entry = self.registry.get(uid)
         if entry is None:
             raise PodNotFoundError(f'pod UID "{uid}" is not admitted here')
-        self.cm.release(uid)
-        self.registry.remove(uid)
+        with batched_writes():
+            self.cm.release(uid)
+            self.registry.remove(uid)
         return entry.pod
 
     def get_affinity(self, pod_uid: str, container_name: str) -> TopologyHint:
@@ -177,3 +196,12 @@ def _report(pod: Pod, allocation: AllocationResult, decided_by: str) -> Admissio
         allocation.containers,
         allocation.released,
     )
+
+
+def allocation_record(container: ContainerAllocation) -> dict[str, object]:
+    """What a container holds, as plain JSON values (the registry stores it; start-up compares it)."""
+    return {
+        "cpus": list(container.cpu_ids) if container.exclusive_cpus else [],
+        "memory": [[b.memory_type, b.size, list(b.numa_nodes)] for b in container.memory],
+        "devices": {res: sorted(ids) for res, ids in sorted(container.devices.items()) if ids},
+    }

@@ -2,9 +2,11 @@
 
 The kubelet learns its pods from the API server; the emulator keeps them in ``pods/``, one small JSON file
 per pod (so an admission costs one write whatever the number of pods, a removal one unlink), with an
-admission sequence number that restores the order. A pod's file is written after the managers'
-checkpoints, so after a crash the registry never names a pod the checkpoints lack; allocations of pods it
-does not name are stale and are dropped at start-up, as the kubelet's stale-state removal does.
+admission sequence number that restores the order and what each container held. A pod's file is written
+in the same batch as the managers' checkpoints, and the answer goes out only when all are durable; after
+a crash, start-up keeps a registered pod only if the checkpoints hold what its file records (otherwise it
+was never answered), and allocations of pods the registry does not name are stale and are dropped, as
+the kubelet's stale-state removal does.
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ class AdmittedPod:
     # ours does, so GetAffinity answers the same after a restart).
     affinity: dict[str, TopologyHint] = field(default_factory=dict)
     sequence: int = 0
+    # What each container held when admitted (exclusive CPUs, memory blocks, devices), in a comparable
+    # form: start-up checks it against the checkpoints (see ``allocation_record``).
+    allocations: dict[str, Any] = field(default_factory=dict)
 
 
 class PodRegistry:
@@ -109,6 +114,7 @@ def _encode(entry: AdmittedPod) -> dict[str, Any]:
             }
             for name, hint in entry.affinity.items()
         },
+        "allocations": entry.allocations,
     }
 
 
@@ -120,4 +126,4 @@ def _decode(raw: Mapping[str, Any]) -> AdmittedPod:
     for name, hint in raw.get("affinity", {}).items():
         nodes = hint["numaNodes"]
         affinity[name] = TopologyHint(None if nodes is None else BitMask.of(*nodes), bool(hint["preferred"]))
-    return AdmittedPod(pod, affinity, int(raw["sequence"]))
+    return AdmittedPod(pod, affinity, int(raw["sequence"]), dict(raw.get("allocations", {})))

@@ -330,3 +330,34 @@ def test_cpu_pinning_counts_follow_the_static_policy(machine: Machine) -> None:
     for i in range(4):
         emulator.admit(pod(f"g{i}", guaranteed("a", cpu="4", memory="1Gi")))
     assert emulator.cm.cpus.pinning_counts() == (4, 1)
+
+
+def test_restart_drops_a_registered_pod_whose_checkpoints_were_not_written(
+    machine: Machine, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The registry file and the checkpoints of an admission are written together. Simulate a crash in
+    which pod B's registry file reached the disk but the checkpoints did not: the restarted node drops B
+    (it was never answered) and keeps A; B's CPUs are free again."""
+    state = tmp_path_factory.mktemp("state")
+    config = parse_config(CONFIG.format(policy="single-numa-node", max_pods=110))
+    first = NodeEmulator(config, machine, state)
+    a = first.admit(pod("a", guaranteed("c", cpu="2", memory="1Gi")))
+    saved = {name: (state / name).read_bytes() for name in ("cpu_manager_state", "memory_manager_state")}
+    b = first.admit(pod("b", guaranteed("c", cpu="2", memory="1Gi")))
+    assert a.admitted and b.admitted
+    for name, blob in saved.items():  # the checkpoints as they were before B
+        (state / name).write_bytes(blob)
+    restarted = NodeEmulator(config, machine, state)
+    assert restarted.dropped_at_startup == ["b"]
+    assert [p.uid for p, _ in restarted.pods()] == ["a"]
+    assert not (state / "pods" / "b.json").exists()
+    again = restarted.admit(pod("b2", guaranteed("c", cpu="2", memory="1Gi")))
+    assert again.containers[0].cpu_ids == b.containers[0].cpu_ids
+    # And the other way round (checkpoints written, registry file lost): the allocation is stale.
+    (state / "pods" / "b2.json").unlink()
+    third = NodeEmulator(config, machine, state)
+    assert [p.uid for p, _ in third.pods()] == ["a"]
+    assert (
+        third.admit(pod("b3", guaranteed("c", cpu="2", memory="1Gi"))).containers[0].cpu_ids
+        == b.containers[0].cpu_ids
+    )
