@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kubeletemu import cpumanager, memorymanager, topologymanager
+from kubeletemu import cpumanager, memorymanager, numa_scoring, topologymanager
 from kubeletemu.admission import PodAdmitResult
 from kubeletemu.checkpointmanager import batched_writes
 from kubeletemu.config import Config
@@ -23,6 +23,7 @@ from kubeletemu.memorymanager.state.state import clone_assignments, clone_machin
 from kubeletemu.memorymanager.state.state_mem import MemoryState as MemMemoryState
 from kubeletemu.pod import Container, Pod
 from kubeletemu.topologymanager import ProviderHints, TopologyHint
+from kubeletemu.topologymanager.numa_scorer import TieBreakDecision
 
 PROVIDER_DEVICES = "devicemanager"
 PROVIDER_CPU = "cpumanager"
@@ -67,6 +68,8 @@ class AllocationResult:
     containers: tuple[ContainerAllocation, ...]
     # What a rejection released of the pod's earlier containers (the kubelet's stale-state removal).
     released: tuple[str, ...] = ()
+    # Ties between equally fit masks broken by a KEP-6007 score, per container ("" for the pod scope).
+    numa_decisions: tuple[tuple[str, TieBreakDecision], ...] = ()
 
 
 def container_kind(pod: Pod, container: Container) -> str:
@@ -77,10 +80,13 @@ def container_kind(pod: Pod, container: Container) -> str:
 
 @dataclass
 class _HintLog:
-    """Provider hints per container, captured from the Topology Manager's merge observer."""
+    """Provider hints and score decisions per container, captured from the Topology Manager's merge
+    observer (called right after each merge, so the scorer's decisions so far belong to that merge)."""
 
+    scoring: numa_scoring.NUMAScoring
     per_container: dict[str, list[ProviderHints]] = field(default_factory=dict)
     pod_level: list[ProviderHints] | None = None
+    decisions: list[tuple[str, TieBreakDecision]] = field(default_factory=list)
 
     def record(
         self, pod: Pod, name: str | None, hints: list[ProviderHints], best: TopologyHint, admit: bool
@@ -89,6 +95,7 @@ class _HintLog:
             self.pod_level = hints
         else:
             self.per_container[name] = hints
+        self.decisions += [(name or "", d) for d in self.scoring.drain()]
 
     def for_container(self, name: str) -> list[ProviderHints] | None:
         return self.per_container.get(name, self.pod_level)
@@ -126,12 +133,15 @@ class ContainerManager:
             if self.overrides.options is None
             else self.overrides.options
         )
+        # KEP-6007's scorer: registered as the Topology Manager's tie-breaker, reads the providers lazily.
+        self.numa_scoring = numa_scoring.NUMAScoring()
         self.topology = topologymanager.new_manager(
             machine.numa_topology,
             self.topology_manager_policy,
             self.topology_manager_scope,
             self.topology_manager_options,
             feature_gates=gates,
+            tie_breaker=self.numa_scoring,
         )
         state_path = None if state_dir is None else Path(state_dir)
         self.devices = self._build_devices(state_path, seed)
@@ -139,6 +149,7 @@ class ContainerManager:
         self.memory = self._build_memory(state_path, seed)
         for provider in (self.devices, self.cpus, self.memory):
             self.topology.add_hint_provider(provider)
+        self.numa_scoring.bind(self)
 
     # ---- construction -----------------------------------------------------------------------------
 
@@ -230,7 +241,8 @@ class ContainerManager:
         On a rejection the pod's partial allocations are released at once (the kubelet leaves that to
         the managers' stale-state removal) and named in ``released``.
         """
-        log = _HintLog()
+        self.numa_scoring.drain()
+        log = _HintLog(self.numa_scoring)
         self.topology.set_merge_observer(log.record)
         try:
             with batched_writes():
@@ -243,7 +255,7 @@ class ContainerManager:
             released = tuple(held_summary(c) for c in containers if held_summary(c))
             self.release(pod.uid)
             containers = tuple(without_allocations(c) for c in containers)
-        return AllocationResult(result, containers, released)
+        return AllocationResult(result, containers, released, tuple(log.decisions))
 
     def release(self, pod_uid: str) -> None:
         """Everything the pod holds goes back: devices, CPUs, memory, stored hints."""

@@ -28,6 +28,7 @@ from kubeletemu.node_topology import NodeTopologyReport, node_topology
 from kubeletemu.pod import Pod
 from kubeletemu.registry import REGISTRY_DIR, AdmittedPod, PodRegistry
 from kubeletemu.topologymanager import TopologyHint
+from kubeletemu.topologymanager.numa_scorer import TieBreakDecision
 
 HANDLER_RESOURCE_ALLOCATOR = "resource-allocator"
 HANDLER_PREDICATE = "predicate"
@@ -54,7 +55,8 @@ class AdmissionReport:
     decided_by: str  # which handler refused; "" when admitted
     containers: tuple[ContainerAllocation, ...]
     released: tuple[str, ...] = ()
-    notes: tuple[str, ...] = field(default=())
+    # Ties broken by a NUMA allocation strategy score (KEP-6007): which signal decided.
+    numa_decisions: tuple[tuple[str, TieBreakDecision], ...] = field(default=())
 
 
 class NodeEmulator:
@@ -195,6 +197,7 @@ def _report(pod: Pod, allocation: AllocationResult, decided_by: str) -> Admissio
         decided_by,
         allocation.containers,
         allocation.released,
+        allocation.numa_decisions,
     )
 
 

@@ -6,6 +6,7 @@ so both spellings of a pod get the same defaulting and the same validation error
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -134,6 +135,16 @@ def admit_response(report: AdmissionReport) -> pb.AdmitResponse:
         decided_by=report.decided_by,
         qos_class=compute_qos(pod).value,
         containers=[container_msg(c) for c in report.containers],
+        score_decisions=[
+            pb.ScoreDecision(
+                container=name,
+                chosen=d.chosen.bits(),
+                over=d.over.bits(),
+                signal=",".join(d.decided_by),
+                detail=json.dumps(d.to_dict(), sort_keys=True),
+            )
+            for name, d in report.numa_decisions
+        ],
         cleanup="; ".join(report.released),
     )
 

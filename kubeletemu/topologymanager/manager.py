@@ -12,7 +12,7 @@ from kubeletemu.topologymanager.numa_info import NUMAInfo, NUMAInfoError
 from kubeletemu.topologymanager.policy import POLICY_SINGLE_NUMA_NODE, MaskTieBreaker, Policy
 from kubeletemu.topologymanager.policy_best_effort import POLICY_BEST_EFFORT, BestEffortPolicy
 from kubeletemu.topologymanager.policy_none import POLICY_NONE, NonePolicy
-from kubeletemu.topologymanager.policy_options import PolicyOptions
+from kubeletemu.topologymanager.policy_options import PolicyOptions, validate_policy_options
 from kubeletemu.topologymanager.policy_restricted import POLICY_RESTRICTED, RestrictedPolicy
 from kubeletemu.topologymanager.policy_single_numa_node import SingleNumaNodePolicy
 from kubeletemu.topologymanager.provider import HintProvider
@@ -64,6 +64,16 @@ class TopologyManager:
     def add_hint_provider(self, provider: HintProvider) -> None:
         self.scope.add_hint_provider(provider)
 
+    def set_tie_breaker(self, tie_breaker: MaskTieBreaker | None) -> None:
+        """Install KEP-6007's tie-breaker after construction (its ``SetNUMAScorer``): the scorer reads the
+        CPU and memory managers, which the container manager builds after the Topology Manager.
+
+        The policy is rebuilt with the tie-breaker; the none policy merges nothing and ignores it.
+        """
+        if self.numa_info is None or self.options is None:
+            return
+        self.scope.policy = new_policy(self.policy.name, self.numa_info, self.options, tie_breaker)
+
     def set_merge_observer(self, observer: MergeObserver | None) -> None:
         self.scope.observer = observer
 
@@ -96,7 +106,8 @@ def new_manager(
 ) -> TopologyManager:
     """``NewManager``. Policy none short-circuits: no option parsing, no NUMA count check.
 
-    More NUMA nodes than max-allowable-numa-nodes (strictly greater) is an error that stops the kubelet.
+    More NUMA nodes than max-allowable-numa-nodes (strictly greater) is an error that stops the kubelet, as
+    are KEP-6007 options the policy cannot honour (``validate_policy_options``).
     """
     if policy_name == POLICY_NONE:
         return TopologyManager(Scope(NonePolicy()), None, None)
@@ -110,6 +121,7 @@ def new_manager(
             f"unsupported on machines with more than {options.max_allowable_numa_nodes} NUMA Nodes"
         )
     policy = new_policy(policy_name, numa_info, options, tie_breaker)
+    validate_policy_options(policy_name, options)
     gates = feature_gates or {}
     scope: Scope
     if scope_name == SCOPE_CONTAINER:

@@ -29,6 +29,8 @@ DEFAULT_MAX_ALLOWABLE_NUMA_NODES = 8
 MIN_NUMA_SCORE_WEIGHT = 0
 MAX_NUMA_SCORE_WEIGHT = 100
 DEFAULT_NUMA_SCORE_WEIGHT = 1
+# policy.POLICY_SINGLE_NUMA_NODE; not imported, policy.py imports this module.
+_POLICY_SINGLE_NUMA_NODE = "single-numa-node"
 
 
 class OptionLevel(StrEnum):
@@ -109,6 +111,33 @@ class PolicyOptions:
         if self.numa_score_weights:
             out[NUMA_SCORE_WEIGHTS] = ",".join(f"{k}={v}" for k, v in sorted(self.numa_score_weights.items()))
         return out
+
+
+def validate_policy_options(policy_name: str, options: PolicyOptions) -> None:
+    """The KEP-6007 options checked against the policy and against each other (``NewManager`` time).
+
+    Neither draft is merged upstream and no error text for these cases could be found on the closed PR
+    #138321 (the last revision of its KEP accepts the option with other policies and ignores it); we refuse,
+    as the emulator's issue asks, with texts of our own in the kubelet's style:
+
+    - ``prefer-most-allocated-numa-node`` (first draft) breaks ties between single-node hints, which only
+      the single-numa-node policy merges: any other policy with the option on is refused.
+    - the two drafts are two answers to one question: the first draft's option together with a
+      ``numa-allocation-strategy`` other than none is refused. ``numa-score-weights`` on its own is
+      accepted and does nothing without a strategy, as on the PR #142226 branch.
+    """
+    if not options.prefer_most_allocated_numa_node:
+        return
+    if policy_name != _POLICY_SINGLE_NUMA_NODE:
+        raise PolicyOptionsError(
+            f'topology manager policy option "{PREFER_MOST_ALLOCATED_NUMA_NODE}" is only supported with the '
+            f'"{_POLICY_SINGLE_NUMA_NODE}" policy, not "{policy_name}"'
+        )
+    if options.numa_allocation_strategy is not NUMAAllocationStrategy.NONE:
+        raise PolicyOptionsError(
+            f'topology manager policy options "{PREFER_MOST_ALLOCATED_NUMA_NODE}" and '
+            f'"{NUMA_ALLOCATION_STRATEGY}" can not be used at the same time'
+        )
 
 
 def check_policy_option_available(

@@ -1,0 +1,42 @@
+"""``kubeletemu simulate``: replay a stream of pods on one topology under a matrix of Topology Manager
+policies × scopes × options, and compare density, fragmentation and cross-NUMA spread.
+
+Pure engine (no gRPC, no CLI): inputs (``inputs``, ``spec``), the run (``engine``), end-of-stream metrics
+(``metrics``), and the outputs: a text table and JSON (``render``) and a PNG chart (``chart``).
+"""
+
+from kubeletemu.simulate.chart import render_chart
+from kubeletemu.simulate.engine import (
+    AdmissionEvent,
+    ConfigurationResult,
+    RemovalEvent,
+    SimulationReport,
+    run_configuration,
+    run_simulation,
+    simulate,
+)
+from kubeletemu.simulate.errors import SimulationError
+from kubeletemu.simulate.inputs import Configuration, Matrix, PodStep, RemoveStep, Step
+from kubeletemu.simulate.render import render_json, render_table
+from kubeletemu.simulate.topology import TopologySource, synthetic_shape
+
+__all__ = [
+    "AdmissionEvent",
+    "Configuration",
+    "ConfigurationResult",
+    "Matrix",
+    "PodStep",
+    "RemovalEvent",
+    "RemoveStep",
+    "SimulationError",
+    "SimulationReport",
+    "Step",
+    "TopologySource",
+    "render_chart",
+    "render_json",
+    "render_table",
+    "run_configuration",
+    "run_simulation",
+    "simulate",
+    "synthetic_shape",
+]

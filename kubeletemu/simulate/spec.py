@@ -1,0 +1,249 @@
+"""A simulation described in one YAML file (``kind: Simulation``), for ``kubeletemu simulate -f``.
+
+```yaml
+apiVersion: kubeletemu.io/v1alpha1
+kind: Simulation
+topology:                      # one of host / capture / synthetic; the host when omitted
+  synthetic: {sockets: 2, coresPerSocket: 8, threadsPerCore: 2, nodesPerSocket: 1, memoryGiBPerNode: 32}
+  # capture: {archive: fixtures/ocp-worker.tar.gz}   or   {sysfsRoot: DIR/sys, procfsRoot: DIR/proc}
+  # host: {sysfsRoot: /sys, procfsRoot: /proc}
+config: [kubelet-config.yaml]  # KubeletConfiguration (+ EmulatorConfiguration) files; defaults otherwise
+featureGates: {TopologyManagerPolicyAlphaOptions: true}   # merged over the config's gates
+matrix:                        # each axis optional: the config's value
+  policies: [single-numa-node]
+  scopes: [container, pod]
+  options: [{}, {numa-allocation-strategy: most-allocated}]
+stream:
+- pods: pinned.yaml            # every pod of a manifest file, in order
+- pod: {metadata: {name: app}, spec: {containers: [...]}}   # or one pod inline
+  repeat: 20
+- remove: app                  # a template (its oldest instances) or one instance (app-3)
+  count: 2
+```
+
+Relative paths are taken from the file's directory. Any problem is a :class:`SimulationError` naming the
+file and the field.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from kubeletemu.config import Config, ConfigError, load_config
+from kubeletemu.config import fields as read
+from kubeletemu.manifest import ManifestError, pod_from_manifest, read_pods
+from kubeletemu.simulate.engine import SimulationReport, simulate
+from kubeletemu.simulate.errors import SimulationError
+from kubeletemu.simulate.inputs import Matrix, PodStep, RemoveStep, Step
+from kubeletemu.simulate.topology import TopologySource, synthetic_shape
+
+API_VERSION = "kubeletemu.io/v1alpha1"
+KIND = "Simulation"
+_TOP_KEYS = frozenset({"apiVersion", "kind", "topology", "config", "featureGates", "matrix", "stream"})
+_SYNTHETIC_KEYS = {
+    "sockets": "sockets",
+    "coresPerSocket": "cores_per_socket",
+    "threadsPerCore": "threads_per_core",
+    "nodesPerSocket": "nodes_per_socket",
+    "memoryGiBPerNode": "memory_gib_per_node",
+    "hugepages2MiPerNode": "hugepages_2mi_per_node",
+    "hugepages1GiPerNode": "hugepages_1gi_per_node",
+}
+
+
+@dataclass(frozen=True)
+class Simulation:
+    topology: TopologySource
+    config: Config
+    matrix: Matrix
+    stream: tuple[Step, ...]
+
+    def run(self) -> SimulationReport:
+        return simulate(self.topology, self.config, self.matrix, self.stream)
+
+
+@dataclass(frozen=True)
+class _Where:
+    source: str
+
+    def error(self, path: str, problem: str) -> SimulationError:
+        return SimulationError(f"{self.source}: {path}: {problem}" if path else f"{self.source}: {problem}")
+
+
+def load_simulation(path: str | os.PathLike[str]) -> Simulation:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as err:
+        raise SimulationError(f"{path}: cannot read: {err.strerror or err}") from None
+    except UnicodeDecodeError as err:
+        raise SimulationError(f"{path}: not UTF-8 text: {err.reason} at byte {err.start}") from None
+    return parse_simulation(text, str(path), Path(path).parent)
+
+
+def parse_simulation(
+    text: str, source: str = "<simulation>", base_dir: str | os.PathLike[str] = "."
+) -> Simulation:
+    where = _Where(source)
+    try:
+        documents = [d for d in read.yaml_documents(text) if d is not None]
+    except read.YAMLSyntaxError as err:
+        raise SimulationError(f"{source}: invalid YAML: {err}") from None
+    if len(documents) != 1:
+        raise where.error("", f"expected one {KIND} document, got {len(documents)}")
+    doc = read.mapping(where, "", documents[0])
+    if doc.get("kind") != KIND:
+        raise where.error("kind", f"expected {KIND}, got {doc.get('kind')!r}")
+    if doc.get("apiVersion") != API_VERSION:
+        raise where.error("apiVersion", f"expected {API_VERSION}, got {doc.get('apiVersion')!r}")
+    unknown = sorted(set(doc) - _TOP_KEYS)
+    if unknown:
+        raise where.error(unknown[0], f"unknown field: expected one of {', '.join(sorted(_TOP_KEYS))}")
+    base = Path(base_dir)
+    config = _config(where, base, doc.get("config"), doc.get("featureGates"))
+    return Simulation(
+        topology=_topology(where, base, doc.get("topology")),
+        config=config,
+        matrix=_matrix(where, doc.get("matrix")),
+        stream=_stream(where, base, doc.get("stream"), config),
+    )
+
+
+def _resolve(base: Path, value: str) -> str:
+    return str(base / value) if not os.path.isabs(value) else value
+
+
+def _topology(where: _Where, base: Path, raw: Any) -> TopologySource:
+    topology = read.mapping(where, "topology", raw)
+    if not topology:
+        return TopologySource.host()
+    if len(topology) != 1:
+        raise where.error("topology", "expected exactly one of host, capture, synthetic")
+    ((kind, body),) = topology.items()
+    fields = read.mapping(where, f"topology.{kind}", body)
+    if kind == "host":
+        return TopologySource.host(
+            _text(where, f"topology.{kind}.sysfsRoot", fields.get("sysfsRoot"), "/sys"),
+            _text(where, f"topology.{kind}.procfsRoot", fields.get("procfsRoot"), "/proc"),
+        )
+    if kind == "capture":
+        if "archive" in fields:
+            archive = read.string(where, "topology.capture.archive", fields["archive"])
+            return TopologySource.capture_archive(_resolve(base, archive))
+        if "sysfsRoot" not in fields:
+            raise where.error("topology.capture", "expected archive, or sysfsRoot (and procfsRoot)")
+        sysfs = _resolve(base, read.string(where, "topology.capture.sysfsRoot", fields["sysfsRoot"]))
+        procfs = fields.get("procfsRoot")
+        proc = _resolve(base, read.string(where, "topology.capture.procfsRoot", procfs)) if procfs else None
+        return TopologySource.capture_dirs(sysfs, proc or str(Path(sysfs).parent / "proc"))
+    if kind == "synthetic":
+        values: dict[str, int] = {}
+        for key, value in fields.items():
+            if key not in _SYNTHETIC_KEYS:
+                raise where.error(
+                    f"topology.synthetic.{key}",
+                    f"unknown field: expected one of {', '.join(_SYNTHETIC_KEYS)}",
+                )
+            values[_SYNTHETIC_KEYS[key]] = read.integer(where, f"topology.synthetic.{key}", value)
+        try:
+            shape = synthetic_shape(**values)
+        except SimulationError as err:
+            raise where.error("topology.synthetic", str(err).removeprefix("synthetic topology: ")) from None
+        return TopologySource.synthetic_host(shape)
+    raise where.error("topology", f"unknown source {kind!r}: expected host, capture or synthetic")
+
+
+def _text(where: _Where, path: str, value: Any, default: str) -> str:
+    return default if value is None else read.string(where, path, value)
+
+
+def _config(where: _Where, base: Path, raw: Any, gates_raw: Any) -> Config:
+    paths = [raw] if isinstance(raw, str) else read.sequence(where, "config", raw)
+    files = [_resolve(base, read.string(where, f"config[{i}]", p)) for i, p in enumerate(paths)]
+    try:
+        config = load_config(files) if files else Config()
+    except ConfigError as err:
+        raise SimulationError(str(err)) from None
+    gates = read.bool_map(where, "featureGates", gates_raw)
+    if not gates:
+        return config
+    merged = MappingProxyType({**config.kubelet.feature_gates, **gates})
+    return dataclasses.replace(config, kubelet=dataclasses.replace(config.kubelet, feature_gates=merged))
+
+
+def _matrix(where: _Where, raw: Any) -> Matrix:
+    matrix = read.mapping(where, "matrix", raw)
+    unknown = sorted(set(matrix) - {"policies", "scopes", "options"})
+    if unknown:
+        raise where.error(f"matrix.{unknown[0]}", "unknown field: expected policies, scopes or options")
+    policies = tuple(
+        read.string(where, f"matrix.policies[{i}]", p)
+        for i, p in enumerate(read.sequence(where, "matrix.policies", matrix.get("policies")))
+    )
+    scopes = tuple(
+        read.string(where, f"matrix.scopes[{i}]", s)
+        for i, s in enumerate(read.sequence(where, "matrix.scopes", matrix.get("scopes")))
+    )
+    options: tuple[Mapping[str, str], ...] = tuple(
+        read.string_map(where, f"matrix.options[{i}]", o)
+        for i, o in enumerate(read.sequence(where, "matrix.options", matrix.get("options")))
+    )
+    try:
+        return Matrix(policies, scopes, options)
+    except SimulationError as err:
+        raise where.error("matrix", str(err)) from None
+
+
+def _stream(where: _Where, base: Path, raw: Any, config: Config) -> tuple[Step, ...]:
+    pod_level = config.kubelet.feature_gates.get("PodLevelResources", True)
+    steps: list[Step] = []
+    items = read.sequence(where, "stream", raw)
+    if not items:
+        raise where.error("stream", "expected at least one step")
+    for index, item in enumerate(items):
+        path = f"stream[{index}]"
+        step = read.mapping(where, path, item)
+        kinds = [k for k in ("pods", "pod", "remove") if k in step]
+        if len(kinds) != 1:
+            raise where.error(path, "expected exactly one of pods, pod, remove")
+        allowed = {kinds[0], "count" if kinds[0] == "remove" else "repeat"}
+        unknown = sorted(set(step) - allowed)
+        if unknown:
+            raise where.error(
+                f"{path}.{unknown[0]}", f"unknown field: expected {' and '.join(sorted(allowed))}"
+            )
+        if kinds[0] == "remove":
+            name = read.string(where, f"{path}.remove", step["remove"])
+            count = _positive(where, f"{path}.count", step.get("count", 1))
+            steps.append(RemoveStep(name, count))
+            continue
+        repeat = _positive(where, f"{path}.repeat", step.get("repeat", 1))
+        try:
+            if kinds[0] == "pods":
+                manifest = _resolve(base, read.string(where, f"{path}.pods", step["pods"]))
+                pods = read_pods(manifest, pod_level_resources=pod_level)
+                if not pods:
+                    raise where.error(f"{path}.pods", f"{manifest} holds no pod")
+            else:
+                raw_pod = read.mapping(where, f"{path}.pod", step["pod"])
+                pods = [
+                    pod_from_manifest(
+                        raw_pod, source=f"{where.source} {path}.pod", pod_level_resources=pod_level
+                    )
+                ]
+        except ManifestError as err:
+            raise SimulationError(str(err)) from None
+        steps.extend(PodStep(pod, repeat) for pod in pods)
+    return tuple(steps)
+
+
+def _positive(where: _Where, path: str, value: Any) -> int:
+    number = read.integer(where, path, value)
+    if number < 1:
+        raise where.error(path, f"must be at least 1, got {number}")
+    return number
