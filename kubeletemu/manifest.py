@@ -36,7 +36,7 @@ from types import MappingProxyType
 from typing import Any
 
 from kubeletemu.config import fields, validation
-from kubeletemu.cpumanager.go_semantics import go_quote
+from kubeletemu.golang import go_quote
 from kubeletemu.pod import RESTART_POLICY_ALWAYS, Container, Pod, ResourceList, ResourceRequirements
 from kubeletemu.quantity import Quantity, QuantityError
 

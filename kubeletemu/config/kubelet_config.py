@@ -28,7 +28,7 @@ from kubeletemu.config import fields
 from kubeletemu.config.fields import Where
 from kubeletemu.cpumanager.cpuset import CPUSet
 from kubeletemu.cpumanager.errors import CPUSetError
-from kubeletemu.cpumanager.go_semantics import go_quote
+from kubeletemu.golang import go_quote
 from kubeletemu.memorymanager.reserved_memory import MemoryReservation
 from kubeletemu.quantity import Quantity, QuantityError
 

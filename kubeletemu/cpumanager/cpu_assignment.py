@@ -22,13 +22,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Final
 
 from kubeletemu.cpumanager.errors import CPUAllocationError, CPUManagerError, KubeletHangError
-from kubeletemu.cpumanager.go_semantics import (
-    SliceView,
-    final_combination_positions,
-    go_round,
-    iterate_combinations_go,
-)
+from kubeletemu.cpumanager.go_semantics import SliceView, final_combination_positions, iterate_combinations_go
 from kubeletemu.cpumanager.topology import CPUTopology, _DetailsIndex
+from kubeletemu.golang import go_round
 
 CPU_SORTING_STRATEGY_PACKED: Final = "packed"
 CPU_SORTING_STRATEGY_SPREAD: Final = "spread"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from kubeletemu.cpumanager.errors import CPUSetError
-from kubeletemu.cpumanager.go_semantics import GoSyntaxError, go_atoi, go_quote
+from kubeletemu.golang import GoSyntaxError, go_atoi, go_quote
 
 # Go would try to materialise any range it is given; a typo like "0-4000000000" would exhaust memory.
 # No machine has CPU ids anywhere near this bound.

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 
 from kubeletemu.cpumanager.cpuset import CPUSet
 from kubeletemu.cpumanager.errors import PolicyOptionsError
-from kubeletemu.cpumanager.go_semantics import go_format_string_map
 from kubeletemu.cpumanager.state.state import State
+from kubeletemu.golang import go_format_string_map
 from kubeletemu.pod import Container, Pod
 from kubeletemu.topologymanager import ProviderHints
 

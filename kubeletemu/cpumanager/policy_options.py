@@ -13,8 +13,8 @@ from enum import StrEnum
 from typing import Protocol
 
 from kubeletemu.cpumanager.errors import PolicyOptionsError
-from kubeletemu.cpumanager.go_semantics import GoSyntaxError, go_parse_bool, go_quote
 from kubeletemu.cpumanager.topology import CPUTopology
+from kubeletemu.golang import GoSyntaxError, go_parse_bool, go_quote
 
 FULL_PCPUS_ONLY = "full-pcpus-only"
 DISTRIBUTE_CPUS_ACROSS_NUMA = "distribute-cpus-across-numa"

@@ -27,11 +27,11 @@ from kubeletemu.cpumanager.errors import (
     SMTAlignmentError,
     StateError,
 )
-from kubeletemu.cpumanager.go_semantics import go_quote
 from kubeletemu.cpumanager.pod_requests import RequestCalculator
 from kubeletemu.cpumanager.policy_options import StaticPolicyOptions, validate_static_policy_options
 from kubeletemu.cpumanager.state.state import State
 from kubeletemu.cpumanager.topology import CPUTopology
+from kubeletemu.golang import go_quote
 from kubeletemu.pod import Container, Pod
 from kubeletemu.topologymanager import ProviderHints, Store, TopologyHint
 

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 
 from kubeletemu.cpumanager.cpuset import CPUSet
 from kubeletemu.cpumanager.errors import CPUManagerError, CPUSetError
-from kubeletemu.cpumanager.go_semantics import go_quote
 from kubeletemu.cpumanager.topology import CPUTopology
+from kubeletemu.golang import go_quote
 from kubeletemu.quantity import Quantity, QuantityError
 
 _RESERVABLE = ("cpu", "memory", "ephemeral-storage", "pid")

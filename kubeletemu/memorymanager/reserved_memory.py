@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
+from kubeletemu.golang import go_quote
 from kubeletemu.memorymanager.errors import MemoryManagerError
 from kubeletemu.memorymanager.machine import MachineInfo
 from kubeletemu.memorymanager.quantity_format import (
@@ -110,11 +111,6 @@ def get_node_allocatable_reservation(
     return result
 
 
-def _go_quote(text: str) -> str:
-    """Go's ``%q`` for the ASCII names and quantities printed here."""
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
 def validate_reserved_memory(
     machine: MachineInfo,
     node_allocatable_reservation: Mapping[str, GoQuantity | Quantity],
@@ -147,8 +143,8 @@ def validate_reserved_memory(
         reserved_value = zero.add(totals[name]) if name in totals else zero
         if node_value.amount != reserved_value.amount:
             raise MemoryManagerError(
-                f"the total amount {_go_quote(str(reserved_value))} of type {_go_quote(name)} is not equal "
-                f"to the value {_go_quote(str(node_value))} determined by Node Allocatable feature"
+                f"the total amount {go_quote(str(reserved_value))} of type {go_quote(name)} is not equal "
+                f"to the value {go_quote(str(node_value))} determined by Node Allocatable feature"
             )
 
 

@@ -25,6 +25,8 @@ from typing import Any, NamedTuple, Protocol
 
 import xxhash
 
+from kubeletemu.golang import go_quote
+
 __all__ = [
     "ANNOTATION",
     "ATTRIBUTE",
@@ -115,7 +117,7 @@ class FingerprintMismatchError(FingerprintError):
     def __init__(self, got: str, expected: str) -> None:
         self.got = got
         self.expected = expected
-        super().__init__(f"fingerprint mismatch got={_go_quote(got)} expected={_go_quote(expected)}")
+        super().__init__(f"fingerprint mismatch got={go_quote(got)} expected={go_quote(expected)}")
 
 
 class UnsupportedMethodError(FingerprintError, ValueError):
@@ -124,7 +126,7 @@ class UnsupportedMethodError(FingerprintError, ValueError):
     def __init__(self, method: str) -> None:
         self.method = method
         # RTE's PFPMethodIsSupported wording, double space included.
-        super().__init__(f"unsupported method  {_go_quote(method)}")
+        super().__init__(f"unsupported method  {go_quote(method)}")
 
 
 class InvalidPodError(FingerprintError, TypeError):
@@ -329,7 +331,7 @@ class Status:
 
     def repr(self) -> str:
         """``Status.Repr()``: the line-oriented text RTE logs at verbosity 6."""
-        lines = [f"> processing node {_go_quote(self.node_name)}", f"> processing {len(self.pods)} pods"]
+        lines = [f"> processing node {go_quote(self.node_name)}", f"> processing {len(self.pods)} pods"]
         lines.extend(f"+ {pod.namespace}/{pod.name}" for pod in self.pods)
         lines.append(f"= {self.fingerprint_computed}")
         if self.fingerprint_expected:
@@ -557,42 +559,6 @@ def has_exclusive_resources(pod_resources: _PodResources | None) -> bool:
 
 
 # --- Go rendering helpers -------------------------------------------------------------------------------
-
-_GO_QUOTE_ESCAPES = {
-    "\a": "\\a",
-    "\b": "\\b",
-    "\f": "\\f",
-    "\n": "\\n",
-    "\r": "\\r",
-    "\t": "\\t",
-    "\v": "\\v",
-    "\\": "\\\\",
-    '"': '\\"',
-}
-
-
-def _go_quote(text: str) -> str:
-    """Go ``strconv.Quote`` (``%q``): printable runes as is, the rest escaped with lowercase hex."""
-    out = ['"']
-    for ch in text:
-        if ch in _GO_QUOTE_ESCAPES:
-            out.append(_GO_QUOTE_ESCAPES[ch])
-        elif ch.isprintable():  # same classes as Go's unicode.IsPrint: L, M, N, P, S and ASCII space
-            out.append(ch)
-        else:
-            cp = ord(ch)
-            if cp < 0x20 or cp == 0x7F:
-                out.append(f"\\x{cp:02x}")
-            elif 0xD800 <= cp <= 0xDFFF:
-                # A lone surrogate is invalid UTF-8 to Go, which escapes such bytes one by one.
-                out.extend(f"\\x{b:02x}" for b in ch.encode("utf-8", "surrogatepass"))
-            elif cp < 0x10000:
-                out.append(f"\\u{cp:04x}")
-            else:
-                out.append(f"\\U{cp:08x}")
-    out.append('"')
-    return "".join(out)
-
 
 # encoding/json escapes these even with ensure_ascii off (HTML safety, JS line terminators).
 _GO_JSON_ESCAPES = str.maketrans(

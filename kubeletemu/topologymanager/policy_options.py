@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from kubeletemu.golang import go_atoi, go_parse_bool
+
 log = logging.getLogger(__name__)
 
 PREFER_CLOSEST_NUMA_NODES = "prefer-closest-numa-nodes"
@@ -158,37 +160,16 @@ def check_policy_option_available(
         )
 
 
-_TRUE = {"1", "t", "T", "TRUE", "true", "True"}
-_FALSE = {"0", "f", "F", "FALSE", "false", "False"}
-
-
-def parse_go_bool(value: str) -> bool:
-    """Go's ``strconv.ParseBool``; raises ValueError with Go's text."""
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    raise ValueError(f'strconv.ParseBool: parsing "{value}": invalid syntax')
-
-
-def parse_go_int(value: str) -> int:
-    """Go's ``strconv.Atoi``: an optional sign and ASCII digits only."""
-    body = value[1:] if value[:1] in ("+", "-") else value
-    if not body or not body.isascii() or not body.isdigit():
-        raise ValueError(f'strconv.Atoi: parsing "{value}": invalid syntax')
-    return int(value)
-
-
 def _parse_bool(name: str, value: str) -> bool:
     try:
-        return parse_go_bool(value)
+        return go_parse_bool(value)
     except ValueError as err:
         raise PolicyOptionsError(f'bad value for option "{name}": {err}') from None
 
 
 def _parse_max_numa(value: str) -> int:
     try:
-        count = parse_go_int(value)
+        count = go_atoi(value)
     except ValueError as err:
         raise PolicyOptionsError(
             f'unable to convert policy option to integer "{MAX_ALLOWABLE_NUMA_NODES}": {err}'
@@ -239,7 +220,7 @@ def _parse_weights(value: str) -> dict[str, int]:
             if not name:
                 raise ValueError(f'empty resource name in weight entry "{item}"')
             try:
-                weights[name] = parse_go_int(raw.strip())
+                weights[name] = go_atoi(raw.strip())
             except ValueError as err:
                 raise ValueError(f'invalid weight value for "{name}": {err}') from None
         for name in sorted(weights):

@@ -13,8 +13,8 @@ from collections.abc import Callable
 
 from kubeletemu.cpumanager.cpu_assignment import CPUAccumulator, _take_packed
 from kubeletemu.cpumanager.errors import CPUAllocationError, KubeletHangError
-from kubeletemu.cpumanager.go_semantics import go_round
 from kubeletemu.cpumanager.topology import CPUTopology
+from kubeletemu.golang import go_round
 
 
 class GoSlice:

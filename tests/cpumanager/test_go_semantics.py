@@ -10,15 +10,14 @@ from kubeletemu.cpumanager import (
     KubeletHangError,
     take_by_topology_numa_distributed,
 )
-from kubeletemu.cpumanager.go_semantics import (
+from kubeletemu.cpumanager.go_semantics import SliceView, iterate_combinations_go
+from kubeletemu.golang import (
     GoSyntaxError,
-    SliceView,
     go_atoi,
     go_format_string_map,
     go_parse_bool,
     go_quote,
     go_round,
-    iterate_combinations_go,
 )
 from tests.cpumanager.helpers import conformance_topology
 

@@ -21,10 +21,10 @@ from pathlib import Path
 from kubeletemu.checkpointmanager import write_file_atomic
 from kubeletemu.cpumanager.cpuset import CPUSet
 from kubeletemu.cpumanager.errors import CheckpointError, CheckpointNotFoundError, CPUSetError, StateError
-from kubeletemu.cpumanager.go_semantics import go_quote
 from kubeletemu.cpumanager.state.checkpoint import ContainerRefLookup, CPUManagerCheckpoint, load_checkpoint
 from kubeletemu.cpumanager.state.state import ContainerCPUAssignments, PodCPUAssignments
 from kubeletemu.cpumanager.state.state_mem import MemoryState
+from kubeletemu.golang import go_quote
 
 log = logging.getLogger(__name__)
 
