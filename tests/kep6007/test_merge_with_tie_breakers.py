@@ -24,7 +24,7 @@ from kubeletemu.topologymanager.numa_scorer import (
     PreferMostAllocatedTieBreaker,
 )
 from kubeletemu.topologymanager.policy_options import NUMAAllocationStrategy
-from tests.kep6007.literal_fold import literal_merge_with
+from tests.topologymanager.oracle import literal_merge
 
 POLICIES = ("best-effort", "restricted", "single-numa-node")
 RESOURCES = ("cpu", "memory", "example.com/gpu")
@@ -104,7 +104,7 @@ def test_strategy_merge_equals_literal_fold(
     fast_breaker = AllocationStrategyTieBreaker(NUMAAllocationStrategy(strategy), signals, weights)
     slow_breaker = AllocationStrategyTieBreaker(NUMAAllocationStrategy(strategy), signals, weights)
     fast = new_policy(policy_name, info, options, fast_breaker).merge(maps)
-    assert fast == literal_merge_with(policy_name, info, options, maps, slow_breaker)
+    assert fast == literal_merge(policy_name, info, options, maps, slow_breaker)
 
 
 @st.composite
@@ -133,9 +133,7 @@ def test_prefer_most_allocated_merge_equals_literal_fold(
     fast = new_policy("single-numa-node", info, options, PreferMostAllocatedTieBreaker(cpu, memory)).merge(
         maps
     )
-    slow = literal_merge_with(
-        "single-numa-node", info, options, maps, PreferMostAllocatedTieBreaker(cpu, memory)
-    )
+    slow = literal_merge("single-numa-node", info, options, maps, PreferMostAllocatedTieBreaker(cpu, memory))
     assert fast == slow
 
 
@@ -154,7 +152,7 @@ def test_first_draft_rule_is_not_transitive_on_three_nodes() -> None:
 
     def merged(order: list[int]) -> TopologyHint:
         maps: list[ProviderHints] = [{"cpu": [TopologyHint(BitMask.of(n), True) for n in order]}]
-        return literal_merge_with("single-numa-node", info, options, maps, breaker)[0]
+        return literal_merge("single-numa-node", info, options, maps, breaker)[0]
 
     # Three orders, three answers.
     assert merged([0, 1, 2]).affinity == n2  # 0 vs 1 keeps 0, then 2 beats 0
@@ -192,9 +190,7 @@ def test_strategy_result_independent_of_candidate_order(
     policy_name, info, maps, signals, strategy = case
     options = PolicyOptions(numa_allocation_strategy=strategy)
     fast = new_policy(policy_name, info, options, AllocationStrategyTieBreaker(strategy, signals)).merge(maps)
-    slow = literal_merge_with(
-        policy_name, info, options, maps, AllocationStrategyTieBreaker(strategy, signals)
-    )
+    slow = literal_merge(policy_name, info, options, maps, AllocationStrategyTieBreaker(strategy, signals))
     assert fast == slow
 
 
@@ -211,7 +207,7 @@ def test_unscored_mask_loses_under_both_strategies() -> None:
         options = PolicyOptions(numa_allocation_strategy=strategy)
         for order in ((0, 1, 2), (2, 0, 1), (1, 2, 0)):
             maps: list[ProviderHints] = [{"cpu": [TopologyHint(BitMask.of(n), True) for n in order]}]
-            slow, _ = literal_merge_with(
+            slow, _ = literal_merge(
                 "single-numa-node", info, options, maps, AllocationStrategyTieBreaker(strategy, signals)
             )
             assert slow.affinity == expected
