@@ -1,7 +1,8 @@
 """The ``kubeletemu`` command: the daemon (``serve``) and its clients.
 
-Exit status: 0 when every pod was admitted (or the command succeeded), 1 when a pod was rejected, 2 on a
-usage or input error, with one readable line on standard error.
+Exit status: 0 when every pod was admitted (or the command succeeded), 1 when a pod was rejected (for
+``shadow-report``: when the self-check found a divergence), 2 on a usage or input error, with one readable
+line on standard error.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -207,6 +209,60 @@ def cmd_nrt(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_shadow_report(args: argparse.Namespace) -> int:
+    response = _call(_stub(args.socket).GetShadowReport, pb.GetShadowReportRequest())
+    if args.output == "json":
+        print(json.dumps(_to_dict(response), indent=2))
+        return EXIT_REJECTED if response.divergences else EXIT_OK
+    r = response
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.refreshed_at)) if r.refreshed_at else "never"
+    print(
+        f"kubelet: {r.kubelet_root_dir} (config {r.kubelet_config}, "
+        f"podresources {r.kubelet_podresources_socket})"
+    )
+    print(
+        f"mirror #{r.generation} built {when} on {r.trigger} in {r.duration_seconds * 1000:.0f} ms; "
+        f"changes noticed by {r.watch_mode or '-'}"
+    )
+    print(
+        f"pods: {r.pods_listed} listed, {r.pods_matched} matched to checkpoint UIDs, {r.pods_derived} derived"
+    )
+    if r.last_error:
+        print(f"last refresh FAILED (this mirror is older): {r.last_error}")
+    sections = (
+        ("ambiguous UID matches", r.ambiguous_matches),
+        ("stale checkpoint entries (pods no longer listed)", r.stale_uids),
+        ("assumed requests", r.placeholders),
+        ("warnings", r.warnings),
+        ("interchangeable device choices", r.interchangeable_devices),
+    )
+    for title, lines in sections:
+        if lines:
+            print(f"{title}:")
+            for line in lines:
+                print(f"  {line}")
+    print(
+        f"self-check: {r.containers_agreeing} of {r.containers_checked} container(s) agree, "
+        f"{len(r.divergences)} divergence(s); replay order: {', '.join(r.replay_order) or '-'}"
+    )
+    for d in r.divergences:
+        detail = f" ({d.detail})" if d.detail else ""
+        print(
+            f"  #{d.replay_position} {d.namespace}/{d.name} {d.container}: {d.resource} "
+            f"kubelet={d.kubelet} kubeletemu={d.kubeletemu}{detail}"
+        )
+    return EXIT_REJECTED if r.divergences else EXIT_OK
+
+
+def _duration(text: str) -> float:
+    from kubeletemu.config.emulator_config import parse_duration
+
+    try:
+        return parse_duration(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from kubeletemu.daemon.logging import configure_logging
     from kubeletemu.daemon.server import ServeOptions, StartupError, serve
@@ -221,6 +277,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         procfs_root=args.procfs_root,
         metrics_address=args.metrics_address,
         sample=args.sample,
+        shadow=args.shadow,
+        kubelet_root_dir=args.kubelet_root_dir,
+        kubelet_config=args.kubelet_config,
+        kubelet_podresources_socket=args.kubelet_podresources_socket,
+        shadow_refresh_period=args.shadow_refresh_period,
     )
     try:
         return serve(options)
@@ -267,6 +328,29 @@ def build_parser() -> argparse.ArgumentParser:
         help="use the bundled sample topology (2 NUMA nodes) instead of this host",
     )
     serve.add_argument("--log-level", default="info")
+    serve.add_argument(
+        "--shadow",
+        action="store_true",
+        help="mirror this node's real kubelet (read-only) instead of emulating a node; Admit and RemovePod "
+        "are refused",
+    )
+    serve.add_argument(
+        "--kubelet-root-dir", help="shadow mode: the kubelet's root directory (/var/lib/kubelet)"
+    )
+    serve.add_argument(
+        "--kubelet-config",
+        help="shadow mode: the kubelet's config file (default: config.yaml in the root dir)",
+    )
+    serve.add_argument(
+        "--kubelet-podresources-socket",
+        help="shadow mode: the kubelet's podresources socket (default: pod-resources/kubelet.sock in the "
+        "root dir)",
+    )
+    serve.add_argument(
+        "--shadow-refresh-period",
+        type=_duration,
+        help="shadow mode: re-read the kubelet's state this often besides on changes (10s; 0s: never)",
+    )
     serve.set_defaults(func=cmd_serve)
 
     for name, dry in (("admit", False), ("would-admit", True)):
@@ -292,6 +376,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="which listed pods go in: %(choices)s (default %(default)s, as resource-topology-exporter)",
     )
     fingerprint.set_defaults(func=cmd_fingerprint)
+    report = client("shadow-report", "shadow mode: the mirror of the real kubelet and its self-check")
+    report.set_defaults(func=cmd_shadow_report)
     nrt = sub.add_parser("nrt", help="the NodeResourceTopology an exporter would publish (kubectl apply -f)")
     nrt.add_argument("--socket", default=DEFAULT_SOCKET, help="the daemon's socket (%(default)s)")
     nrt.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml")

@@ -19,6 +19,10 @@ podResourcesSocket: /run/kubeletemu/podresources.sock  # the kubelet podresource
 nodeName: worker-1            # the node's name in NodeResourceTopology objects; "": the host name
 metricsAddress: ""            # host:port for /metrics; empty = no HTTP listener
 kubeletRootDir: /var/lib/kubelet  # read-only: the real kubelet's checkpoints, for shadow mode
+shadow: false                 # mirror the real kubelet of this node instead of emulating one
+kubeletConfig: ""             # the kubelet's config file; "": <kubeletRootDir>/config.yaml
+kubeletPodResourcesSocket: "" # "": <kubeletRootDir>/pod-resources/kubelet.sock
+shadowRefreshPeriod: 10s      # re-read the kubelet's state at least this often (besides inotify); 0s: never
 shutdownGracePeriod: 10s      # in-flight RPCs get this long on SIGTERM (keep TimeoutStopSec above it)
 logLevel: info                # debug | info | warning | error
 ```
@@ -59,6 +63,10 @@ _KEYS = (
     "nodeName",
     "metricsAddress",
     "kubeletRootDir",
+    "shadow",
+    "kubeletConfig",
+    "kubeletPodResourcesSocket",
+    "shadowRefreshPeriod",
     "shutdownGracePeriod",
     "logLevel",
 )
@@ -94,6 +102,13 @@ class EmulatorConfiguration:
     node_name: str | None = None
     metrics_address: str | None = None
     kubelet_root_dir: str = "/var/lib/kubelet"
+    # Shadow mode: mirror the real kubelet (its config, checkpoints and podresources) read-only.
+    shadow: bool = False
+    # None: ``config.yaml`` in ``kubelet_root_dir`` (kubeadm's location).
+    kubelet_config: str | None = None
+    # None: ``pod-resources/kubelet.sock`` in ``kubelet_root_dir``.
+    kubelet_pod_resources_socket: str | None = None
+    shadow_refresh_period: float = 10.0  # seconds; 0 disables the periodic refresh
     shutdown_grace_period: float = 10.0  # seconds
     log_level: str = "info"
 
@@ -145,13 +160,9 @@ def parse_emulator_configuration(doc: Mapping[str, Any], where: Where) -> Emulat
     metrics = (
         None if metrics_address in (None, "") else fields.string(where, "metricsAddress", metrics_address)
     )
-    grace = defaults.shutdown_grace_period
-    if doc.get("shutdownGracePeriod") is not None:
-        text = fields.string(where, "shutdownGracePeriod", doc["shutdownGracePeriod"])
-        try:
-            grace = parse_duration(text)
-        except ValueError as err:
-            raise where.error("shutdownGracePeriod", str(err)) from None
+    grace = _duration_setting(doc, where, "shutdownGracePeriod", defaults.shutdown_grace_period)
+    refresh = _duration_setting(doc, where, "shadowRefreshPeriod", defaults.shadow_refresh_period)
+    shadow = defaults.shadow if doc.get("shadow") is None else fields.boolean(where, "shadow", doc["shadow"])
     log_level = defaults.log_level
     if doc.get("logLevel") is not None:
         log_level = fields.string(where, "logLevel", doc["logLevel"])
@@ -168,9 +179,29 @@ def parse_emulator_configuration(doc: Mapping[str, Any], where: Where) -> Emulat
         node_name=node_name,
         metrics_address=metrics,
         kubelet_root_dir=path_setting("kubeletRootDir", defaults.kubelet_root_dir),
+        shadow=shadow,
+        kubelet_config=_optional_path(doc, where, "kubeletConfig"),
+        kubelet_pod_resources_socket=_optional_path(doc, where, "kubeletPodResourcesSocket"),
+        shadow_refresh_period=refresh,
         shutdown_grace_period=grace,
         log_level=log_level,
     )
+
+
+def _duration_setting(doc: Mapping[str, Any], where: Where, key: str, default: float) -> float:
+    if doc.get(key) is None:
+        return default
+    text = fields.string(where, key, doc[key])
+    try:
+        return parse_duration(text)
+    except ValueError as err:
+        raise where.error(key, str(err)) from None
+
+
+def _optional_path(doc: Mapping[str, Any], where: Where, key: str) -> str | None:
+    """A path whose empty or absent value means "derived from another setting"."""
+    value = doc.get(key)
+    return None if value in (None, "") else fields.string(where, key, value)
 
 
 def _device_resources(value: Any, where: Where) -> tuple[DeviceResource, ...]:

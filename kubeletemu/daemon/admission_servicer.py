@@ -2,6 +2,9 @@
 
 Calls are serialized, as the kubelet admits one pod at a time; what-if questions and reads take the same
 lock so they see a consistent node.
+
+In shadow mode the node is the real kubelet's: Admit and RemovePod are refused (``FAILED_PRECONDITION``),
+everything else answers against the mirror, and ``GetShadowReport`` tells how it was built.
 """
 
 from __future__ import annotations
@@ -10,6 +13,8 @@ import asyncio
 import time
 from collections.abc import Callable
 from typing import Any
+
+import grpc
 
 from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
 from kubeletemu._proto.kubeletemu.v1 import admission_pb2_grpc as pb_grpc
@@ -20,24 +25,58 @@ from kubeletemu.daemon.metrics import ALIGNED_NUMA_NODE, KubeletMetrics
 from kubeletemu.emulator import HANDLER_RESOURCE_ALLOCATOR, AdmissionReport, NodeEmulator
 from kubeletemu.podresources import nrt, view
 from kubeletemu.podresources.fingerprint import METHOD_WITH_EXCLUSIVE_RESOURCES, parse_method
+from kubeletemu.shadow import READ_ONLY_MESSAGE, ShadowReport
 from kubeletemu.topologymanager import ERROR_TOPOLOGY_AFFINITY
 from kubeletemu.topologymanager.policy import POLICY_SINGLE_NUMA_NODE
 from kubeletemu.topologymanager.scope import SCOPE_CONTAINER
 
 log = get_logger("kubeletemu.admission")
 
+NOT_SHADOWING_MESSAGE = (
+    "not in shadow mode: this daemon emulates a node of its own; start it with --shadow (or shadow: true) "
+    "beside a kubelet to mirror that kubelet"
+)
+
 
 class AdmissionServicer(pb_grpc.AdmissionServicer):
     def __init__(
-        self, emulator: Callable[[], NodeEmulator], lock: asyncio.Lock, metrics: KubeletMetrics
+        self,
+        emulator: Callable[[], NodeEmulator],
+        lock: asyncio.Lock,
+        metrics: KubeletMetrics,
+        shadow_report: Callable[[], ShadowReport] | None = None,
     ) -> None:
-        # A getter, not the object: a SIGHUP reload swaps the emulator under the same lock.
+        # A getter, not the object: a SIGHUP reload (or a shadow refresh) swaps the emulator under the lock.
         self.emulator = emulator
         self.lock = lock
         self.metrics = metrics
+        # Set in shadow mode: the latest report of the mirror.
+        self.shadow_report = shadow_report
+
+    async def Admit(self, request: pb.AdmitRequest, context: grpc.aio.ServicerContext) -> pb.AdmitResponse:
+        await self._refuse_in_shadow_mode(context)
+        return await self._admit(request, context)
+
+    async def RemovePod(
+        self, request: pb.RemovePodRequest, context: grpc.aio.ServicerContext
+    ) -> pb.RemovePodResponse:
+        await self._refuse_in_shadow_mode(context)
+        return await self._remove(request, context)
+
+    async def GetShadowReport(
+        self, request: pb.GetShadowReportRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ShadowReport:
+        if self.shadow_report is None:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, NOT_SHADOWING_MESSAGE)
+            raise AssertionError("unreachable: abort raises")
+        return shadow_report_msg(self.shadow_report())
+
+    async def _refuse_in_shadow_mode(self, context: grpc.aio.ServicerContext) -> None:
+        if self.shadow_report is not None:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, READ_ONLY_MESSAGE)
 
     @serialized
-    def Admit(self, request: pb.AdmitRequest, context: Any) -> pb.AdmitResponse:
+    def _admit(self, request: pb.AdmitRequest, context: Any) -> pb.AdmitResponse:
         pod = convert.pods_from_source(request.pod)[0]
         emulator = self.emulator()
         pins_before = emulator.cm.cpus.pinning_counts()
@@ -61,7 +100,7 @@ class AdmissionServicer(pb_grpc.AdmissionServicer):
         return convert.admit_response(self.emulator().would_admit(pod, overrides))
 
     @serialized
-    def RemovePod(self, request: pb.RemovePodRequest, context: Any) -> pb.RemovePodResponse:
+    def _remove(self, request: pb.RemovePodRequest, context: Any) -> pb.RemovePodResponse:
         pod = self.emulator().remove(request.uid)
         log.info("remove", pod=f"{pod.namespace}/{pod.name}", uid=pod.uid)
         return pb.RemovePodResponse(name=pod.name, namespace=pod.namespace, uid=pod.uid)
@@ -118,3 +157,44 @@ class AdmissionServicer(pb_grpc.AdmissionServicer):
             m.cpu_manager_pinning_requests_total.inc(requests - pins_before[0])
         if errors > pins_before[1]:
             m.cpu_manager_pinning_errors_total.inc(errors - pins_before[1])
+
+
+def shadow_report_msg(report: ShadowReport) -> pb.ShadowReport:
+    paths = report.paths
+    return pb.ShadowReport(
+        generation=report.generation,
+        refreshed_at=report.refreshed_at,
+        checked_at=report.checked_at,
+        trigger=report.trigger,
+        duration_seconds=report.duration_seconds,
+        kubelet_root_dir=str(paths.root_dir),
+        kubelet_config=str(paths.config),
+        kubelet_podresources_socket=str(paths.podresources_socket),
+        watch_mode=report.watch_mode,
+        pods_listed=report.pods_listed,
+        pods_matched=report.pods_matched,
+        pods_derived=report.pods_derived,
+        ambiguous_matches=report.ambiguous,
+        stale_uids=report.stale_uids,
+        placeholders=report.placeholders,
+        warnings=report.warnings,
+        replay_order=report.replay_order,
+        containers_checked=report.containers_checked,
+        containers_agreeing=report.containers_agreeing,
+        divergences=[
+            pb.ShadowDivergence(
+                namespace=d.namespace,
+                name=d.name,
+                uid=d.uid,
+                container=d.container,
+                resource=d.resource,
+                kubelet=d.kubelet,
+                kubeletemu=d.emulator,
+                replay_position=d.position,
+                detail=d.detail,
+            )
+            for d in report.divergences
+        ],
+        interchangeable_devices=report.interchangeable_devices,
+        last_error=report.last_error,
+    )

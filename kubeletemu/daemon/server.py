@@ -4,6 +4,11 @@ Start-up: load the configuration, probe the host (or a captured sysfs tree), res
 and the kubelet-format checkpoints, bind the sockets (created 0660 through the umask: no chmod race),
 then tell systemd READY=1. SIGHUP reloads the configuration atomically, keeping the old one on error;
 SIGTERM turns health NOT_SERVING, gives in-flight calls a grace period, and exits 0.
+
+Shadow mode (``--shadow``) replaces the restored state with a mirror of this node's real kubelet (its
+configuration file and checkpoints, read-only, and its podresources socket as a client): see
+:mod:`kubeletemu.shadow`. The mirror is refreshed on changes and periodically, and swapped in under the
+lock; nothing is written to the state directory or to the kubelet's.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from grpc_reflection.v1alpha import reflection
 import hostprobe
 from hostprobe.sample import write_sample_tree
 from kubeletemu._proto.kubeletemu.v1 import admission_pb2, admission_pb2_grpc
+from kubeletemu._proto.podresources.v1 import api_pb2 as podresources_v1
+from kubeletemu._proto.podresources.v1 import api_pb2_grpc as podresources_v1_grpc
 from kubeletemu.config import Config, load_config
 from kubeletemu.daemon import sdnotify
 from kubeletemu.daemon.admission_servicer import AdmissionServicer
@@ -35,6 +42,9 @@ from kubeletemu.daemon.metrics import KubeletMetrics, MetricsServer, start_metri
 from kubeletemu.emulator import NodeEmulator
 from kubeletemu.machine import Machine
 from kubeletemu.podresources.server import PodResourcesServer
+from kubeletemu.shadow import KubeletPaths, ShadowError, ShadowMetrics, ShadowRunner, SourceUnreadableError
+from kubeletemu.shadow.access import socket_problem
+from kubeletemu.shadow.sources import WHAT_SOCKET
 
 log = get_logger("kubeletemu.daemon")
 
@@ -62,6 +72,12 @@ class ServeOptions:
     grace_period: float | None = None
     # Probe the bundled sample topology (2 NUMA nodes, 16 CPUs) instead of this host: for dev boxes.
     sample: bool = False
+    # Shadow mode: mirror this node's real kubelet (None: as the EmulatorConfiguration says).
+    shadow: bool = False
+    kubelet_root_dir: str | None = None
+    kubelet_config: str | None = None
+    kubelet_podresources_socket: str | None = None
+    shadow_refresh_period: float | None = None
 
 
 @dataclass
@@ -74,12 +90,20 @@ class _Runtime:
     procfs_root: str
     metrics_address: str | None
     grace_period: float
+    shadow: bool = False
+    kubelet: KubeletPaths | None = None
+    shadow_refresh_period: float = 0.0
 
 
 def resolve(options: ServeOptions, config: Config) -> _Runtime:
     """Flags win over the EmulatorConfiguration, which wins over the built-in defaults."""
     emulator = config.emulator
     socket = options.socket or emulator.socket
+    kubelet = KubeletPaths.resolve(
+        options.kubelet_root_dir or emulator.kubelet_root_dir,
+        options.kubelet_config or emulator.kubelet_config,
+        options.kubelet_podresources_socket or emulator.kubelet_pod_resources_socket,
+    )
     return _Runtime(
         config=config,
         socket=socket,
@@ -94,6 +118,11 @@ def resolve(options: ServeOptions, config: Config) -> _Runtime:
         grace_period=options.grace_period
         if options.grace_period is not None
         else emulator.shutdown_grace_period,
+        shadow=options.shadow or emulator.shadow,
+        kubelet=kubelet,
+        shadow_refresh_period=options.shadow_refresh_period
+        if options.shadow_refresh_period is not None
+        else emulator.shadow_refresh_period,
     )
 
 
@@ -110,6 +139,53 @@ def _trial_build(config: Config, machine: Machine, state_dir: str) -> None:
         build_emulator(config, machine, str(copy))
 
 
+class KubeletPodResourcesClient:
+    """The real kubelet's podresources v1 API, opened as its own clients open it (``GetV1Client``: 10 s
+    per call, 16 MiB messages). Each failure names the socket and says why (missing, no permission to
+    connect, or the call's status)."""
+
+    def __init__(self, socket: str, timeout: float = 10.0) -> None:
+        self.socket = socket
+        self.timeout = timeout
+        self._channel: grpc.Channel | None = None
+        self._stub: podresources_v1_grpc.PodResourcesListerStub | None = None
+
+    def _call(self, method: str, request: object) -> object:
+        problem = socket_problem(self.socket, WHAT_SOCKET)
+        if problem is not None:
+            self.close()
+            raise SourceUnreadableError(self.socket, problem)
+        if self._stub is None:
+            self._channel = grpc.insecure_channel(
+                f"unix:{self.socket}", options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES)]
+            )
+            self._stub = podresources_v1_grpc.PodResourcesListerStub(self._channel)
+        try:
+            return getattr(self._stub, method)(request, timeout=self.timeout)
+        except grpc.RpcError as err:
+            self.close()
+            raise SourceUnreadableError(
+                self.socket,
+                f"{WHAT_SOCKET} {self.socket}: {method} failed: {err.code().name}: {err.details()}",
+            ) from None
+
+    def list(self) -> podresources_v1.ListPodResourcesResponse:
+        response = self._call("List", podresources_v1.ListPodResourcesRequest())
+        assert isinstance(response, podresources_v1.ListPodResourcesResponse)
+        return response
+
+    def allocatable(self) -> podresources_v1.AllocatableResourcesResponse:
+        response = self._call("GetAllocatableResources", podresources_v1.AllocatableResourcesRequest())
+        assert isinstance(response, podresources_v1.AllocatableResourcesResponse)
+        return response
+
+    def close(self) -> None:
+        if self._channel is not None:
+            self._channel.close()
+        self._channel = None
+        self._stub = None
+
+
 class Daemon:
     def __init__(self, options: ServeOptions) -> None:
         self.options = options
@@ -121,6 +197,8 @@ class Daemon:
         self.metrics_server: MetricsServer | None = None
         self._stop = asyncio.Event()
         self.last_reload_error: str | None = None
+        self.shadow: ShadowRunner | None = None
+        self.kubelet_client: KubeletPodResourcesClient | None = None
 
     # ---- start-up ---------------------------------------------------------------------------------
 
@@ -151,10 +229,48 @@ class Daemon:
         except hostprobe.ProbeError as err:
             raise StartupError(f"probing the host failed: {err}") from None
         self.machine = Machine.from_host(host)
+        if rt.shadow:
+            self._load_shadow(config)
+            return
         try:
             self.emulator = build_emulator(config, self.machine, rt.state_dir)
         except Exception as err:
             raise StartupError(f"cannot start with the saved state in {rt.state_dir}: {err}") from None
+
+    def _load_shadow(self, config: Config) -> None:
+        """The first mirror of the real kubelet; the state directory is not used."""
+        rt = self.runtime
+        paths = rt.kubelet
+        assert paths is not None
+        for ours in (rt.socket, rt.podresources_socket):
+            if paths.inside_root(ours) or os.path.abspath(ours) == os.path.abspath(paths.podresources_socket):
+                raise StartupError(
+                    f"shadow mode never writes into the kubelet's directory {paths.root_dir}: put the socket "
+                    f"{ours} elsewhere"
+                )
+        self.kubelet_client = KubeletPodResourcesClient(str(paths.podresources_socket))
+        try:
+            self.shadow = ShadowRunner(
+                config,
+                self.machine,
+                paths,
+                self.kubelet_client,
+                install=self._install,
+                refresh_period=rt.shadow_refresh_period,
+                metrics=ShadowMetrics(self.metrics.registry),
+            )
+            self.emulator = self.shadow.initial()
+        except ShadowError as err:
+            raise StartupError(f"shadow mode: {err}") from None
+        except Exception as err:
+            raise StartupError(
+                f"shadow mode: cannot mirror the kubelet: {type(err).__name__}: {err}"
+            ) from None
+
+    async def _install(self, emulator: NodeEmulator) -> None:
+        """A shadow refresh's new mirror replaces the old one between two calls."""
+        async with self.lock:
+            self.emulator = emulator
 
     async def start(self) -> None:
         self.load()
@@ -165,8 +281,15 @@ class Daemon:
                 ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
             ]
         )
+        shadow = self.shadow
         admission_pb2_grpc.add_AdmissionServicer_to_server(
-            AdmissionServicer(lambda: self.emulator, self.lock, self.metrics), server
+            AdmissionServicer(
+                lambda: self.emulator,
+                self.lock,
+                self.metrics,
+                shadow_report=None if shadow is None else (lambda: shadow.report),
+            ),
+            server,
         )
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
         reflection.enable_server_reflection(
@@ -192,12 +315,19 @@ class Daemon:
         status = (
             f"serving on {rt.socket}: {nodes} NUMA node(s), {len(self.emulator.registry)} pod(s) restored"
         )
+        if shadow is not None:
+            await shadow.start()
+            status = (
+                f"serving on {rt.socket}: shadowing the kubelet, {len(self.emulator.registry)} pod(s), "
+                f"{len(shadow.report.divergences)} divergence(s)"
+            )
         log.info(
             "ready",
             socket=rt.socket,
             podresources_socket=rt.podresources_socket,
             numa_nodes=nodes,
             pods=len(self.emulator.registry),
+            shadow=shadow is not None,
         )
         sdnotify.ready(status)
 
@@ -236,6 +366,15 @@ class Daemon:
                 socket=self.runtime.socket,
                 podresources_socket=self.runtime.podresources_socket,
             )
+            if runtime.shadow != self.runtime.shadow or runtime.kubelet != self.runtime.kubelet:
+                raise StartupError("switching shadow mode or the kubelet's paths takes a restart")
+            if self.shadow is not None:
+                await self.shadow.reconfigure(config)
+                self.runtime = replace(runtime, shadow_refresh_period=self.runtime.shadow_refresh_period)
+                self.last_reload_error = None
+                log.info("reloaded", shadow=True)
+                sdnotify.ready(f"reloaded at {time.strftime('%H:%M:%S')}")
+                return True
             async with self.lock:
                 await asyncio.to_thread(_trial_build, config, self.machine, runtime.state_dir)
                 self.emulator = build_emulator(config, self.machine, runtime.state_dir)
@@ -252,6 +391,10 @@ class Daemon:
 
     async def shutdown(self) -> None:
         sdnotify.stopping()
+        if self.shadow is not None:
+            await self.shadow.stop()
+        if self.kubelet_client is not None:
+            self.kubelet_client.close()
         await self.health.enter_graceful_shutdown()
         stopping = []
         if self.server is not None:

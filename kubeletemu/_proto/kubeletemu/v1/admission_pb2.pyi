@@ -440,3 +440,77 @@ class NodeResourceTopology(_message.Message):
     zones: _containers.RepeatedCompositeFieldContainer[Zone]
     attributes: _containers.RepeatedCompositeFieldContainer[AttributeInfo]
     def __init__(self, name: _Optional[str] = ..., annotations: _Optional[_Mapping[str, str]] = ..., zones: _Optional[_Iterable[_Union[Zone, _Mapping]]] = ..., attributes: _Optional[_Iterable[_Union[AttributeInfo, _Mapping]]] = ...) -> None: ...
+
+class GetShadowReportRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ShadowDivergence(_message.Message):
+    __slots__ = ("namespace", "name", "uid", "container", "resource", "kubelet", "kubeletemu", "replay_position", "detail")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    UID_FIELD_NUMBER: _ClassVar[int]
+    CONTAINER_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    KUBELET_FIELD_NUMBER: _ClassVar[int]
+    KUBELETEMU_FIELD_NUMBER: _ClassVar[int]
+    REPLAY_POSITION_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    name: str
+    uid: str
+    container: str
+    resource: str
+    kubelet: str
+    kubeletemu: str
+    replay_position: int
+    detail: str
+    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., uid: _Optional[str] = ..., container: _Optional[str] = ..., resource: _Optional[str] = ..., kubelet: _Optional[str] = ..., kubeletemu: _Optional[str] = ..., replay_position: _Optional[int] = ..., detail: _Optional[str] = ...) -> None: ...
+
+class ShadowReport(_message.Message):
+    __slots__ = ("generation", "refreshed_at", "checked_at", "trigger", "duration_seconds", "kubelet_root_dir", "kubelet_config", "kubelet_podresources_socket", "watch_mode", "pods_listed", "pods_matched", "pods_derived", "ambiguous_matches", "stale_uids", "placeholders", "warnings", "replay_order", "containers_checked", "containers_agreeing", "divergences", "interchangeable_devices", "last_error")
+    GENERATION_FIELD_NUMBER: _ClassVar[int]
+    REFRESHED_AT_FIELD_NUMBER: _ClassVar[int]
+    CHECKED_AT_FIELD_NUMBER: _ClassVar[int]
+    TRIGGER_FIELD_NUMBER: _ClassVar[int]
+    DURATION_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    KUBELET_ROOT_DIR_FIELD_NUMBER: _ClassVar[int]
+    KUBELET_CONFIG_FIELD_NUMBER: _ClassVar[int]
+    KUBELET_PODRESOURCES_SOCKET_FIELD_NUMBER: _ClassVar[int]
+    WATCH_MODE_FIELD_NUMBER: _ClassVar[int]
+    PODS_LISTED_FIELD_NUMBER: _ClassVar[int]
+    PODS_MATCHED_FIELD_NUMBER: _ClassVar[int]
+    PODS_DERIVED_FIELD_NUMBER: _ClassVar[int]
+    AMBIGUOUS_MATCHES_FIELD_NUMBER: _ClassVar[int]
+    STALE_UIDS_FIELD_NUMBER: _ClassVar[int]
+    PLACEHOLDERS_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
+    REPLAY_ORDER_FIELD_NUMBER: _ClassVar[int]
+    CONTAINERS_CHECKED_FIELD_NUMBER: _ClassVar[int]
+    CONTAINERS_AGREEING_FIELD_NUMBER: _ClassVar[int]
+    DIVERGENCES_FIELD_NUMBER: _ClassVar[int]
+    INTERCHANGEABLE_DEVICES_FIELD_NUMBER: _ClassVar[int]
+    LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
+    generation: int
+    refreshed_at: float
+    checked_at: float
+    trigger: str
+    duration_seconds: float
+    kubelet_root_dir: str
+    kubelet_config: str
+    kubelet_podresources_socket: str
+    watch_mode: str
+    pods_listed: int
+    pods_matched: int
+    pods_derived: int
+    ambiguous_matches: _containers.RepeatedScalarFieldContainer[str]
+    stale_uids: _containers.RepeatedScalarFieldContainer[str]
+    placeholders: _containers.RepeatedScalarFieldContainer[str]
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    replay_order: _containers.RepeatedScalarFieldContainer[str]
+    containers_checked: int
+    containers_agreeing: int
+    divergences: _containers.RepeatedCompositeFieldContainer[ShadowDivergence]
+    interchangeable_devices: _containers.RepeatedScalarFieldContainer[str]
+    last_error: str
+    def __init__(self, generation: _Optional[int] = ..., refreshed_at: _Optional[float] = ..., checked_at: _Optional[float] = ..., trigger: _Optional[str] = ..., duration_seconds: _Optional[float] = ..., kubelet_root_dir: _Optional[str] = ..., kubelet_config: _Optional[str] = ..., kubelet_podresources_socket: _Optional[str] = ..., watch_mode: _Optional[str] = ..., pods_listed: _Optional[int] = ..., pods_matched: _Optional[int] = ..., pods_derived: _Optional[int] = ..., ambiguous_matches: _Optional[_Iterable[str]] = ..., stale_uids: _Optional[_Iterable[str]] = ..., placeholders: _Optional[_Iterable[str]] = ..., warnings: _Optional[_Iterable[str]] = ..., replay_order: _Optional[_Iterable[str]] = ..., containers_checked: _Optional[int] = ..., containers_agreeing: _Optional[int] = ..., divergences: _Optional[_Iterable[_Union[ShadowDivergence, _Mapping]]] = ..., interchangeable_devices: _Optional[_Iterable[str]] = ..., last_error: _Optional[str] = ...) -> None: ...

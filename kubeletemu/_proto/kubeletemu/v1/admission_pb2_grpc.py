@@ -75,6 +75,11 @@ class AdmissionStub:
                 request_serializer=kubeletemu_dot_v1_dot_admission__pb2.GetNodeResourceTopologyRequest.SerializeToString,
                 response_deserializer=kubeletemu_dot_v1_dot_admission__pb2.NodeResourceTopology.FromString,
                 _registered_method=True)
+        self.GetShadowReport = channel.unary_unary(
+                '/kubeletemu.v1.Admission/GetShadowReport',
+                request_serializer=kubeletemu_dot_v1_dot_admission__pb2.GetShadowReportRequest.SerializeToString,
+                response_deserializer=kubeletemu_dot_v1_dot_admission__pb2.ShadowReport.FromString,
+                _registered_method=True)
 
 
 class AdmissionServicer:
@@ -139,6 +144,16 @@ class AdmissionServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetShadowReport(self, request, context):
+        """GetShadowReport (shadow mode only, else FAILED_PRECONDITION): how the mirror of this node's real kubelet
+        was last rebuilt, and its self-check: every container whose replayed CPUs, memory blocks or device
+        placement differ from what the kubelet assigned. In shadow mode Admit and RemovePod are refused with
+        FAILED_PRECONDITION; WouldAdmit and the read methods answer for the real node.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdmissionServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -181,6 +196,11 @@ def add_AdmissionServicer_to_server(servicer, server):
                     servicer.GetNodeResourceTopology,
                     request_deserializer=kubeletemu_dot_v1_dot_admission__pb2.GetNodeResourceTopologyRequest.FromString,
                     response_serializer=kubeletemu_dot_v1_dot_admission__pb2.NodeResourceTopology.SerializeToString,
+            ),
+            'GetShadowReport': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetShadowReport,
+                    request_deserializer=kubeletemu_dot_v1_dot_admission__pb2.GetShadowReportRequest.FromString,
+                    response_serializer=kubeletemu_dot_v1_dot_admission__pb2.ShadowReport.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -400,6 +420,33 @@ class Admission:
             '/kubeletemu.v1.Admission/GetNodeResourceTopology',
             kubeletemu_dot_v1_dot_admission__pb2.GetNodeResourceTopologyRequest.SerializeToString,
             kubeletemu_dot_v1_dot_admission__pb2.NodeResourceTopology.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetShadowReport(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kubeletemu.v1.Admission/GetShadowReport',
+            kubeletemu_dot_v1_dot_admission__pb2.GetShadowReportRequest.SerializeToString,
+            kubeletemu_dot_v1_dot_admission__pb2.ShadowReport.FromString,
             options,
             channel_credentials,
             insecure,

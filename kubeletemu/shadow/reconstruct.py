@@ -1,0 +1,249 @@
+"""The kubelet's pods, rebuilt from what a node-local reader can see.
+
+The podresources ``List`` names the active pods (namespace, name) and their reported containers
+(restartable init containers, then app containers) with what each holds; it has no pod UIDs and no
+resource requests. The checkpoints are keyed by pod UID and container name. So:
+
+* **UID**: a listed pod takes the checkpoint UID whose containers hold exactly what the pod's listed
+  containers hold (same exclusive CPUs, memory blocks and devices, container by container). Exclusive CPUs
+  and devices belong to one container at a time, so a pod holding any of them matches at most one UID. A
+  pod holding only memory blocks can match several UIDs with identical blocks: the lowest UID is taken and
+  the match is reported as ambiguous (swapping such UIDs changes nothing in the state). A pod holding
+  nothing exclusive has no checkpoint entry; its UID is derived from its namespace and name (a UUIDv5,
+  stable across refreshes, not the real UID).
+* **Containers**: the listed containers, in List order, become app containers (a restartable init
+  container allocates as an app container does). Checkpoint containers the List does not report are the
+  pod's ordinary init containers (podresources never lists those); they go first, ordered by their lowest
+  CPU id, then name.
+* **Requests** (requests = limits): ``cpu`` = the number of exclusive CPUs; ``memory`` and
+  ``hugepages-<size>`` = the size of the container's blocks of that type; a device resource = its number of
+  devices. Exclusive CPUs or memory blocks are only ever given to Guaranteed pods, so a pod holding any keeps
+  Guaranteed QoS: a container of it without exclusive CPUs gets ``cpu: 1m`` (its real, fractional request
+  is unknown) and, without memory blocks (Memory Manager ``None``), ``memory: 1`` (one byte; unknown).
+  The static Memory Manager shrinks a regular init container's blocks by what later containers reuse
+  (``updateInitContainersMemoryBlocks``), so an init container's memory of a type is taken as its block
+  plus what the containers after it hold of that type on the same NUMA nodes (exact when its block is not
+  used up; an upper bound otherwise).
+  Everything else about a pod (requests of Burstable and BestEffort pods, overhead, pod-level resources)
+  is unknown and left empty.
+
+Checkpoint UIDs that no listed pod matches are pods the kubelet no longer runs: its next stale-state sweep
+drops them, and so does the mirror.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from kubeletemu._proto.podresources.v1 import api_pb2 as v1
+from kubeletemu.pod import Container, Pod
+from kubeletemu.quantity import Quantity
+from kubeletemu.shadow.assignments import EMPTY, Assignment, KubeletAssignments, from_podresources
+
+# UUIDv5 namespace of the UIDs derived for pods without checkpoint entries.
+DERIVED_UID_NAMESPACE = uuid.UUID("6c1e3f5e-8d7a-5b43-9a56-2f0d3c4b7e11")
+UID_FROM_CHECKPOINT = "checkpoint"
+UID_DERIVED = "derived"
+PLACEHOLDER_CPU = Quantity.parse("1m")
+PLACEHOLDER_MEMORY = Quantity(1)
+RUNNING = "Running"
+
+
+@dataclass(frozen=True)
+class ListedPod:
+    """One ``List`` entry: the pod's reported containers and what each holds."""
+
+    namespace: str
+    name: str
+    containers: tuple[tuple[str, Assignment], ...]
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def holds_anything(self) -> bool:
+        return any(a for _, a in self.containers)
+
+
+@dataclass(frozen=True)
+class MirroredPod:
+    pod: Pod
+    uid_source: str  # UID_FROM_CHECKPOINT or UID_DERIVED
+    # What the kubelet's checkpoints say each container holds (containers holding nothing are absent).
+    kubelet: Mapping[str, Assignment]
+    # Other checkpoint UIDs the pod matched as well (memory-only pods with identical blocks).
+    ambiguous_with: tuple[str, ...] = ()
+    # Requests the reconstruction had to guess, one line each.
+    placeholders: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> str:
+        return f"{self.pod.namespace}/{self.pod.name}"
+
+
+@dataclass(frozen=True)
+class Reconstruction:
+    pods: tuple[MirroredPod, ...]  # in List order
+    stale_uids: tuple[str, ...]  # checkpoint UIDs no listed pod matched
+    # Listed pods that hold something exclusive the checkpoints do not record (a read between writes).
+    unmatched: tuple[str, ...] = ()
+    notes: tuple[str, ...] = field(default=())
+
+
+def listed_pods(listing: v1.ListPodResourcesResponse) -> list[ListedPod]:
+    return [
+        ListedPod(pod.namespace, pod.name, tuple((c.name, from_podresources(c)) for c in pod.containers))
+        for pod in listing.pod_resources
+    ]
+
+
+def derived_uid(namespace: str, name: str) -> str:
+    return str(uuid.uuid5(DERIVED_UID_NAMESPACE, f"{namespace}/{name}"))
+
+
+def _consistent(listed: ListedPod, held: Mapping[str, Assignment]) -> bool:
+    """Every listed container holds what the checkpoint UID says it holds (nothing when absent there)."""
+    return all(held.get(name, EMPTY) == assignment for name, assignment in listed.containers)
+
+
+def match_uids(
+    listed: Sequence[ListedPod], kubelet: KubeletAssignments
+) -> tuple[list[tuple[str | None, tuple[str, ...]]], list[str]]:
+    """Per listed pod, the matched checkpoint UID (None: none) and the other candidates; and the UIDs
+    left over."""
+    index: dict[tuple[str, Assignment], set[str]] = {}
+    for uid, containers in kubelet.items():
+        for name, assignment in containers.items():
+            index.setdefault((name, assignment), set()).add(uid)
+    taken: set[str] = set()
+    matches: list[tuple[str | None, tuple[str, ...]]] = []
+    for pod in listed:
+        evidence = [(name, a) for name, a in pod.containers if a]
+        if not evidence:
+            matches.append((None, ()))
+            continue
+        candidates = set.intersection(*(index.get(key, set()) for key in evidence)) - taken
+        ordered = sorted(uid for uid in candidates if _consistent(pod, kubelet[uid]))
+        if not ordered:
+            matches.append((None, ()))
+            continue
+        taken.add(ordered[0])
+        matches.append((ordered[0], tuple(ordered[1:])))
+    return matches, sorted(set(kubelet) - taken)
+
+
+def _resources(
+    name: str,
+    assignment: Assignment,
+    guaranteed: bool,
+    reused: Mapping[str, int],
+    placeholders: list[str],
+) -> MappingProxyType[str, Quantity]:
+    resources: dict[str, Quantity] = {}
+    if assignment.cpus:
+        resources["cpu"] = Quantity(len(assignment.cpus))
+    for kind, size in assignment.memory_by_type().items():
+        total = size + reused.get(kind, 0)
+        if total:
+            resources[kind] = Quantity(total)
+        if reused.get(kind):
+            placeholders.append(
+                f"{name}: {kind} {total} assumed: its block of {size} plus what the containers after it hold "
+                "on the same NUMA nodes (the Memory Manager shrinks an init container's blocks by what later "
+                "containers reuse)"
+            )
+    for resource, ids in assignment.devices:
+        resources[resource] = Quantity(len(ids))
+    if guaranteed:
+        if "cpu" not in resources:
+            resources["cpu"] = PLACEHOLDER_CPU
+            placeholders.append(f"{name}: cpu unknown (no exclusive CPUs: fractional), 1m assumed")
+        if "memory" not in resources:
+            resources["memory"] = PLACEHOLDER_MEMORY
+            placeholders.append(f"{name}: memory unknown (no memory blocks), 1 byte assumed")
+    return MappingProxyType(resources)
+
+
+def _init_order(item: tuple[str, Assignment]) -> tuple[int, str]:
+    name, assignment = item
+    return (assignment.cpus[0] if assignment.cpus else 1 << 30, name)
+
+
+def _reused_by_later(sequence: Sequence[tuple[str, Assignment]], index: int) -> dict[str, int]:
+    """Per memory type, what the containers after ``sequence[index]`` hold on its NUMA nodes: the most
+    they can have reused of it."""
+    _, assignment = sequence[index]
+    reused: dict[str, int] = {}
+    for kind, _size, nodes in assignment.memory:
+        later = sum(
+            size
+            for _, other in sequence[index + 1 :]
+            for other_kind, size, other_nodes in other.memory
+            if other_kind == kind and other_nodes == nodes
+        )
+        reused[kind] = reused.get(kind, 0) + later
+    return reused
+
+
+def build_pod(listed: ListedPod, uid: str, held: Mapping[str, Assignment]) -> tuple[Pod, tuple[str, ...]]:
+    """The pod with the requests its assignments imply, and the lines naming what was guessed."""
+    reported = {name for name, _ in listed.containers}
+    init = sorted(((n, a) for n, a in held.items() if n not in reported), key=_init_order)
+    app = [(name, held.get(name, EMPTY)) for name, _ in listed.containers]
+    sequence = [*init, *app]
+    # Only Guaranteed pods get exclusive CPUs (static CPU policy) or memory blocks (static Memory Manager).
+    guaranteed = any(a.cpus or a.memory for _, a in sequence)
+    placeholders: list[str] = []
+    containers = []
+    for index, (name, assignment) in enumerate(sequence):
+        # A regular init container's blocks shrink by what later containers reuse: add that back.
+        reused = _reused_by_later(sequence, index) if index < len(init) else {}
+        resources = _resources(name, assignment, guaranteed, reused, placeholders)
+        containers.append(Container(name, requests=resources, limits=resources))
+    pod = Pod(
+        name=listed.name,
+        namespace=listed.namespace,
+        uid=uid,
+        containers=tuple(containers[len(init) :]),
+        init_containers=tuple(containers[: len(init)]),
+        phase=RUNNING,
+    )
+    return pod, tuple(placeholders)
+
+
+def reconstruct(listing: v1.ListPodResourcesResponse, kubelet: KubeletAssignments) -> Reconstruction:
+    """The kubelet's listed pods with UIDs and requests; see the module docstring for the rules."""
+    listed = listed_pods(listing)
+    matches, leftover = match_uids(listed, kubelet)
+    pods: list[MirroredPod] = []
+    unmatched: list[str] = []
+    notes: list[str] = []
+    seen: set[str] = set()
+    for entry, (uid, others) in zip(listed, matches, strict=True):
+        if entry.key in seen:
+            # The kubelet's pod manager keys pods by full name: a second entry is a List between updates.
+            notes.append(f"{entry.key}: listed twice; the first entry is mirrored")
+            continue
+        seen.add(entry.key)
+        if uid is None:
+            if entry.holds_anything:
+                unmatched.append(entry.key)
+            uid = derived_uid(entry.namespace, entry.name)
+            held = {name: a for name, a in entry.containers if a}
+            source = UID_DERIVED
+        else:
+            held = kubelet[uid]
+            source = UID_FROM_CHECKPOINT
+        pod, placeholders = build_pod(entry, uid, held)
+        pods.append(MirroredPod(pod, source, MappingProxyType(dict(held)), others, placeholders))
+    for resources in listing.pod_resources:
+        if resources.cpu_ids or resources.memory:
+            notes.append(
+                f"{resources.namespace}/{resources.name}: pod-level exclusive resources "
+                "(PodLevelResourceManagers) are not mirrored"
+            )
+    return Reconstruction(tuple(pods), tuple(leftover), tuple(unmatched), tuple(notes))
