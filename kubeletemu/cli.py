@@ -263,6 +263,52 @@ def _duration(text: str) -> float:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
+def cmd_least_numa_nodes(args: argparse.Namespace) -> int:
+    stub = _stub(args.socket)
+    docs = []
+    for pod in _read(args.file):
+        request = pb.LeastNUMANodesRequest(
+            pod=pb.PodSource(manifest=json.dumps(pod_to_manifest(pod))),
+            scope=args.scope or "",
+            max_numa_nodes=args.max_numa_nodes or 0,
+        )
+        doc = _to_dict(_call(stub.LeastNUMANodes, request))
+        doc["pod"] = f"{pod.namespace}/{pod.name}"
+        docs.append(doc)
+    if args.output == "json":
+        print(json.dumps(docs if len(docs) != 1 else docs[0], indent=2))
+        return EXIT_OK
+    for doc in docs:
+        needed = "does not fit" if doc["numa_nodes"] < 0 else f"needs {doc['numa_nodes']} NUMA node(s)"
+        distance = "minimum distance reachable" if doc["min_distance"] else "minimum distance not reachable"
+        print(f"{doc['pod']} ({doc['scope']} scope): {needed}, {distance}, score {doc['score']}")
+        for req in doc["requirements"]:
+            nodes = req["numa_nodes"] if req["fits"] else "no combination fits"
+            print(f"  {req['name']:<20} numa={nodes}")
+    return EXIT_OK
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    """Runs locally (no daemon): the topology, configuration and pod stream come from the file."""
+    from kubeletemu.simulate import SimulationError, render_chart, render_json, render_table
+    from kubeletemu.simulate.spec import load_simulation
+
+    try:
+        report = load_simulation(args.file).run()
+    except SimulationError as err:
+        _fail(str(err))
+    except OSError as err:
+        _fail(f"{args.file}: {err.strerror}")
+    print(render_json(report) if args.output == "json" else render_table(report))
+    if args.chart:
+        try:
+            with open(args.chart, "wb") as out:
+                out.write(render_chart(report))
+        except OSError as err:
+            _fail(f"{args.chart}: {err.strerror}")
+    return EXIT_OK
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from kubeletemu.daemon.logging import configure_logging
     from kubeletemu.daemon.server import ServeOptions, StartupError, serve
@@ -383,6 +429,20 @@ def build_parser() -> argparse.ArgumentParser:
     nrt.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml")
     nrt.add_argument("--method", choices=methods, default=methods[0], help="the fingerprint's pod selection")
     nrt.set_defaults(func=cmd_nrt)
+
+    least = client("least-numa-nodes", "the scheduler's LeastNUMANodes answer for pods on this node")
+    least.add_argument("-f", "--file", required=True, help="pod manifest(s); - for stdin")
+    least.add_argument(
+        "--scope", choices=("container", "pod"), help="default: the node's topologyManagerScope"
+    )
+    least.add_argument("--max-numa-nodes", type=int, help="default: the node's max-allowable-numa-nodes")
+    least.set_defaults(func=cmd_least_numa_nodes)
+
+    simulate = sub.add_parser("simulate", help="replay a pod stream under a matrix of policies (no daemon)")
+    simulate.add_argument("-f", "--file", required=True, help="a kind: Simulation YAML file")
+    simulate.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    simulate.add_argument("--chart", help="also write a PNG chart to this file")
+    simulate.set_defaults(func=cmd_simulate)
 
     probe = sub.add_parser("probe", help="print the host's NUMA topology")
     probe.add_argument("--sysfs-root", default="/sys")

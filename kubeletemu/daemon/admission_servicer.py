@@ -25,6 +25,7 @@ from kubeletemu.daemon.metrics import ALIGNED_NUMA_NODE, KubeletMetrics
 from kubeletemu.emulator import HANDLER_RESOURCE_ALLOCATOR, AdmissionReport, NodeEmulator
 from kubeletemu.podresources import nrt, view
 from kubeletemu.podresources.fingerprint import METHOD_WITH_EXCLUSIVE_RESOURCES, parse_method
+from kubeletemu.scheduler.leastnumanodes import least_numa_nodes_for_node
 from kubeletemu.shadow import READ_ONLY_MESSAGE, ShadowReport
 from kubeletemu.topologymanager import ERROR_TOPOLOGY_AFFINITY
 from kubeletemu.topologymanager.policy import POLICY_SINGLE_NUMA_NODE
@@ -130,6 +131,14 @@ class AdmissionServicer(pb_grpc.AdmissionServicer):
     ) -> pb.NodeResourceTopology:
         method = request.fingerprint_method or METHOD_WITH_EXCLUSIVE_RESOURCES
         return convert.nrt_msg(nrt.node_resource_topology(self.emulator(), method))
+
+    @serialized
+    def LeastNUMANodes(self, request: pb.LeastNUMANodesRequest, context: Any) -> pb.LeastNUMANodesResponse:
+        pod = convert.pods_from_source(request.pod)[0]
+        result = least_numa_nodes_for_node(
+            self.emulator(), pod, request.scope or None, request.max_numa_nodes or None
+        )
+        return convert.least_numa_nodes_msg(result)
 
     def _observe(
         self, emulator: NodeEmulator, report: AdmissionReport, seconds: float, pins_before: tuple[int, int]

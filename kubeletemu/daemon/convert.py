@@ -18,6 +18,7 @@ from kubeletemu.node_topology import NodeTopologyReport
 from kubeletemu.pod import Pod, compute_qos
 from kubeletemu.podresources import nrt
 from kubeletemu.podresources.fingerprint import Status
+from kubeletemu.scheduler.leastnumanodes import LeastNUMAResult
 from kubeletemu.topologymanager import ProviderHints, TopologyHint
 
 
@@ -257,4 +258,22 @@ def nrt_from_msg(msg: pb.NodeResourceTopology) -> nrt.NodeResourceTopology:
             for zone in msg.zones
         ),
         attributes=_attributes(msg.attributes),
+    )
+
+
+def least_numa_nodes_msg(result: LeastNUMAResult) -> pb.LeastNUMANodesResponse:
+    return pb.LeastNUMANodesResponse(
+        scope=result.scope,
+        numa_nodes=-1 if result.numa_nodes is None else result.numa_nodes,
+        min_distance=result.min_distance,
+        score=result.score,
+        requirements=[
+            pb.LeastNUMARequirement(
+                name=name,
+                numa_nodes=[] if r.nodes is None else r.nodes.bits(),
+                fits=r.nodes is not None,
+                min_distance=r.min_distance,
+            )
+            for name, r in result.requests
+        ],
     )

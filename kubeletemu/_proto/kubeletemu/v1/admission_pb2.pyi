@@ -514,3 +514,39 @@ class ShadowReport(_message.Message):
     interchangeable_devices: _containers.RepeatedScalarFieldContainer[str]
     last_error: str
     def __init__(self, generation: _Optional[int] = ..., refreshed_at: _Optional[float] = ..., checked_at: _Optional[float] = ..., trigger: _Optional[str] = ..., duration_seconds: _Optional[float] = ..., kubelet_root_dir: _Optional[str] = ..., kubelet_config: _Optional[str] = ..., kubelet_podresources_socket: _Optional[str] = ..., watch_mode: _Optional[str] = ..., pods_listed: _Optional[int] = ..., pods_matched: _Optional[int] = ..., pods_derived: _Optional[int] = ..., ambiguous_matches: _Optional[_Iterable[str]] = ..., stale_uids: _Optional[_Iterable[str]] = ..., placeholders: _Optional[_Iterable[str]] = ..., warnings: _Optional[_Iterable[str]] = ..., replay_order: _Optional[_Iterable[str]] = ..., containers_checked: _Optional[int] = ..., containers_agreeing: _Optional[int] = ..., divergences: _Optional[_Iterable[_Union[ShadowDivergence, _Mapping]]] = ..., interchangeable_devices: _Optional[_Iterable[str]] = ..., last_error: _Optional[str] = ...) -> None: ...
+
+class LeastNUMANodesRequest(_message.Message):
+    __slots__ = ("pod", "scope", "max_numa_nodes")
+    POD_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    MAX_NUMA_NODES_FIELD_NUMBER: _ClassVar[int]
+    pod: PodSource
+    scope: str
+    max_numa_nodes: int
+    def __init__(self, pod: _Optional[_Union[PodSource, _Mapping]] = ..., scope: _Optional[str] = ..., max_numa_nodes: _Optional[int] = ...) -> None: ...
+
+class LeastNUMARequirement(_message.Message):
+    __slots__ = ("name", "numa_nodes", "fits", "min_distance")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    NUMA_NODES_FIELD_NUMBER: _ClassVar[int]
+    FITS_FIELD_NUMBER: _ClassVar[int]
+    MIN_DISTANCE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    numa_nodes: _containers.RepeatedScalarFieldContainer[int]
+    fits: bool
+    min_distance: bool
+    def __init__(self, name: _Optional[str] = ..., numa_nodes: _Optional[_Iterable[int]] = ..., fits: _Optional[bool] = ..., min_distance: _Optional[bool] = ...) -> None: ...
+
+class LeastNUMANodesResponse(_message.Message):
+    __slots__ = ("scope", "numa_nodes", "min_distance", "score", "requirements")
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    NUMA_NODES_FIELD_NUMBER: _ClassVar[int]
+    MIN_DISTANCE_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    REQUIREMENTS_FIELD_NUMBER: _ClassVar[int]
+    scope: str
+    numa_nodes: int
+    min_distance: bool
+    score: int
+    requirements: _containers.RepeatedCompositeFieldContainer[LeastNUMARequirement]
+    def __init__(self, scope: _Optional[str] = ..., numa_nodes: _Optional[int] = ..., min_distance: _Optional[bool] = ..., score: _Optional[int] = ..., requirements: _Optional[_Iterable[_Union[LeastNUMARequirement, _Mapping]]] = ...) -> None: ...

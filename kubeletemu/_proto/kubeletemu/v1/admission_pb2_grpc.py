@@ -80,6 +80,11 @@ class AdmissionStub:
                 request_serializer=kubeletemu_dot_v1_dot_admission__pb2.GetShadowReportRequest.SerializeToString,
                 response_deserializer=kubeletemu_dot_v1_dot_admission__pb2.ShadowReport.FromString,
                 _registered_method=True)
+        self.LeastNUMANodes = channel.unary_unary(
+                '/kubeletemu.v1.Admission/LeastNUMANodes',
+                request_serializer=kubeletemu_dot_v1_dot_admission__pb2.LeastNUMANodesRequest.SerializeToString,
+                response_deserializer=kubeletemu_dot_v1_dot_admission__pb2.LeastNUMANodesResponse.FromString,
+                _registered_method=True)
 
 
 class AdmissionServicer:
@@ -154,6 +159,14 @@ class AdmissionServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def LeastNUMANodes(self, request, context):
+        """LeastNUMANodes answers, from the node's own state, how many NUMA nodes the pod needs here, whether
+        the minimum average distance is reachable, and the scheduler plugin's LeastNUMANodes score.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdmissionServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -201,6 +214,11 @@ def add_AdmissionServicer_to_server(servicer, server):
                     servicer.GetShadowReport,
                     request_deserializer=kubeletemu_dot_v1_dot_admission__pb2.GetShadowReportRequest.FromString,
                     response_serializer=kubeletemu_dot_v1_dot_admission__pb2.ShadowReport.SerializeToString,
+            ),
+            'LeastNUMANodes': grpc.unary_unary_rpc_method_handler(
+                    servicer.LeastNUMANodes,
+                    request_deserializer=kubeletemu_dot_v1_dot_admission__pb2.LeastNUMANodesRequest.FromString,
+                    response_serializer=kubeletemu_dot_v1_dot_admission__pb2.LeastNUMANodesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -447,6 +465,33 @@ class Admission:
             '/kubeletemu.v1.Admission/GetShadowReport',
             kubeletemu_dot_v1_dot_admission__pb2.GetShadowReportRequest.SerializeToString,
             kubeletemu_dot_v1_dot_admission__pb2.ShadowReport.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def LeastNUMANodes(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kubeletemu.v1.Admission/LeastNUMANodes',
+            kubeletemu_dot_v1_dot_admission__pb2.LeastNUMANodesRequest.SerializeToString,
+            kubeletemu_dot_v1_dot_admission__pb2.LeastNUMANodesResponse.FromString,
             options,
             channel_credentials,
             insecure,
