@@ -104,7 +104,7 @@ class NodeEmulator:
     def admit(self, pod: Pod) -> AdmissionReport:
         """The kubelet's admission; an admitted pod keeps its allocation."""
         self._check_new(pod)
-        # One batch: the checkpoints and the pod's registry file are written together, concurrently.
+        # One batch: the checkpoints and the pod's registry file are written together when it ends.
         with batched_writes():
             report = self._run_chain(self.cm, pod)
             if report.admitted:
