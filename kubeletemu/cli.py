@@ -139,7 +139,8 @@ def cmd_admit(args: argparse.Namespace, dry_run: bool) -> int:
         else:
             _print_admit(doc)
     if args.output == "json":
-        print(json.dumps(docs if len(docs) != 1 else docs[0], indent=2))
+        # One JSON object per pod, one per line (JSON Lines): the same shape for one pod or many.
+        print("\n".join(json.dumps(doc, sort_keys=True) for doc in docs))
     return EXIT_REJECTED if rejected else EXIT_OK
 
 
@@ -276,7 +277,8 @@ def cmd_least_numa_nodes(args: argparse.Namespace) -> int:
         doc["pod"] = f"{pod.namespace}/{pod.name}"
         docs.append(doc)
     if args.output == "json":
-        print(json.dumps(docs if len(docs) != 1 else docs[0], indent=2))
+        # One JSON object per pod, one per line (JSON Lines): the same shape for one pod or many.
+        print("\n".join(json.dumps(doc, sort_keys=True) for doc in docs))
         return EXIT_OK
     for doc in docs:
         needed = "does not fit" if doc["numa_nodes"] < 0 else f"needs {doc['numa_nodes']} NUMA node(s)"

@@ -99,7 +99,7 @@ def test_cli_admit_json_and_exit_statuses(make_daemon: MakeDaemon, tmp_path: Pat
     manifest.write_text(POD + "---\n" + POD.replace("web", "huge").replace('cpu: "2"', 'cpu: "12"'))
     out = cli(daemon, "admit", "-f", str(manifest), "-o", "json")
     assert out.returncode == 1, out.stderr  # one of the two was rejected
-    docs = json.loads(out.stdout)
+    docs = [json.loads(line) for line in out.stdout.splitlines()]  # one object per pod per line
     assert [(d["name"], d["namespace"], d["uid"], d["admitted"]) for d in docs] == [
         ("web", "prod", "uid-web", True),
         ("huge", "prod", "uid-huge", False),
