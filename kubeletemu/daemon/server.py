@@ -273,7 +273,8 @@ class Daemon:
             self.emulator = emulator
 
     async def start(self) -> None:
-        self.load()
+        # Off the event loop: pyroute2 (live NIC listing) runs its own asyncio loop for its sync API.
+        await asyncio.to_thread(self.load)
         rt = self.runtime
         server = grpc.aio.server(
             options=[
