@@ -12,6 +12,7 @@ import json
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, NoReturn
 
 import grpc
@@ -33,14 +34,20 @@ def _fail(message: str) -> NoReturn:
     raise CLIError(message)
 
 
-def _stub(socket: str) -> pb_grpc.AdmissionStub:
-    channel = grpc.insecure_channel(f"unix:{socket}")
+# A simulation's JSON report holds every admission attempt: more than gRPC's default 4 MiB for long streams.
+SIMULATION_MAX_MESSAGE = 256 * 1024 * 1024
+SIMULATION_TIMEOUT = 600.0
+
+
+def _stub(socket: str, max_receive: int | None = None) -> pb_grpc.AdmissionStub:
+    options = [] if max_receive is None else [("grpc.max_receive_message_length", max_receive)]
+    channel = grpc.insecure_channel(f"unix:{socket}", options=options)
     return pb_grpc.AdmissionStub(channel)
 
 
-def _call(method: Any, request: Any) -> Any:
+def _call(method: Any, request: Any, timeout: float = 30.0) -> Any:
     try:
-        return method(request, timeout=30)
+        return method(request, timeout=timeout)
     except grpc.RpcError as err:
         code = err.code()
         detail = err.details() or ""
@@ -291,21 +298,33 @@ def cmd_least_numa_nodes(args: argparse.Namespace) -> int:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    """Runs locally (no daemon): the topology, configuration and pod stream come from the file."""
+    """Runs locally from the file's topology, configuration and stream; with ``--socket``, on the daemon's
+    node as it is now (gRPC ``Simulate``): the file then gives the matrix and the stream only."""
     from kubeletemu.simulate import SimulationError, render_chart, render_json, render_table
-    from kubeletemu.simulate.spec import load_simulation
+    from kubeletemu.simulate.spec import load_simulation, pod_files, read_text
 
     try:
-        report = load_simulation(args.file).run()
+        if args.socket is not None:
+            text = read_text(args.file)
+            request = pb.SimulateRequest(
+                simulation=text, files=pod_files(text, Path(args.file).parent), png=bool(args.chart)
+            )
+            stub = _stub(args.socket, max_receive=SIMULATION_MAX_MESSAGE)
+            response = _call(stub.Simulate, request, timeout=SIMULATION_TIMEOUT)
+            output, chart = response.json if args.output == "json" else response.table, response.png
+        else:
+            report = load_simulation(args.file).run()
+            output = render_json(report) if args.output == "json" else render_table(report)
+            chart = render_chart(report) if args.chart else b""
     except SimulationError as err:
         _fail(str(err))
     except OSError as err:
         _fail(f"{args.file}: {err.strerror}")
-    print(render_json(report) if args.output == "json" else render_table(report))
+    print(output)
     if args.chart:
         try:
             with open(args.chart, "wb") as out:
-                out.write(render_chart(report))
+                out.write(chart)
         except OSError as err:
             _fail(f"{args.chart}: {err.strerror}")
     return EXIT_OK
@@ -440,8 +459,16 @@ def build_parser() -> argparse.ArgumentParser:
     least.add_argument("--max-numa-nodes", type=int, help="default: the node's max-allowable-numa-nodes")
     least.set_defaults(func=cmd_least_numa_nodes)
 
-    simulate = sub.add_parser("simulate", help="replay a pod stream under a matrix of policies (no daemon)")
+    simulate = sub.add_parser(
+        "simulate", help="replay a pod stream under a matrix of policies (here, or on the daemon's node)"
+    )
     simulate.add_argument("-f", "--file", required=True, help="a kind: Simulation YAML file")
+    simulate.add_argument(
+        "--socket",
+        help="run on the daemon's node as it is now (its topology, configuration and pods; shadow mode: the "
+        "real node's), changing nothing; the file then gives matrix and stream only. Default: run here, "
+        "on the file's topology",
+    )
     simulate.add_argument("-o", "--output", choices=("table", "json"), default="table")
     simulate.add_argument("--chart", help="also write a PNG chart to this file")
     simulate.set_defaults(func=cmd_simulate)

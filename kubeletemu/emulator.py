@@ -76,9 +76,7 @@ class NodeEmulator:
         self.registry = PodRegistry(None if self.state_dir is None else self.state_dir / REGISTRY_DIR)
         self.cm = ContainerManager(config, machine, state_dir=self.state_dir, active_pods=self.registry.uids)
         self.allocatable = self._node_allocatable()
-        self.predicate = PredicateAdmitHandler(
-            self.allocatable.allocatable, config.kubelet.max_pods, feature_gates=config.kubelet.feature_gates
-        )
+        self.predicate = self._predicate_handler()
         self.dropped_at_startup = self._reconcile()
         for entry in self.registry:
             for name, hint in entry.affinity.items():
@@ -118,6 +116,29 @@ class NodeEmulator:
         self._check_new(pod)
         return self._run_chain(self.cm.clone(overrides), pod)
 
+    def fork(self, overrides: TopologyOverrides | None = None) -> NodeEmulator:
+        """An independent in-memory node holding what this one holds now: the admitted pods in order, the
+        managers' states (``ContainerManager.clone``) and the Topology Manager's stored hints; ``overrides``
+        replace Topology Manager settings. Nothing done on either node shows on the other."""
+        fork = NodeEmulator.__new__(NodeEmulator)
+        fork.config, fork.machine, fork.state_dir = self.config, self.machine, None
+        fork.registry = PodRegistry(None)
+        for entry in self.registry:
+            fork.registry.add(
+                AdmittedPod(entry.pod, dict(entry.affinity), allocations=dict(entry.allocations))
+            )
+        # Not ``cm.clone``: the managers' stale-state sweeps must see the fork's pods, not the live ones.
+        fork.cm = ContainerManager(
+            self.config, self.machine, active_pods=fork.registry.uids, overrides=overrides, seed=self.cm
+        )
+        for uid, hints in self.cm.topology.scope.pod_topology_hints.items():
+            for name, hint in hints.items():
+                fork.cm.topology.scope.set_topology_hints(uid, name, hint)
+        fork.allocatable = self.allocatable
+        fork.predicate = fork._predicate_handler()  # its own: the handler caches per-pod requests
+        fork.dropped_at_startup = []
+        return fork
+
     def _check_new(self, pod: Pod) -> None:
         if pod.uid in self.registry:
             existing = self.registry.get(pod.uid)
@@ -132,6 +153,12 @@ class NodeEmulator:
             raise EmulatorError("node allocatable needs a probed host")
         capacity = capacity_from_host(self.machine.host, self.cm.devices.all_devices)
         return compute_node_allocatable(capacity, self.config.kubelet)
+
+    def _predicate_handler(self) -> PredicateAdmitHandler:
+        kubelet = self.config.kubelet
+        return PredicateAdmitHandler(
+            self.allocatable.allocatable, kubelet.max_pods, feature_gates=kubelet.feature_gates
+        )
 
     def _run_chain(self, cm: ContainerManager, pod: Pod) -> AdmissionReport:
         """The resource allocator (Topology Manager and its providers), then the predicate handler's

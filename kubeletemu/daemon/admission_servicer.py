@@ -5,6 +5,9 @@ lock so they see a consistent node.
 
 In shadow mode the node is the real kubelet's: Admit and RemovePod are refused (``FAILED_PRECONDITION``),
 everything else answers against the mirror, and ``GetShadowReport`` tells how it was built.
+
+``Simulate`` replays a pod stream on forks of the node (see :meth:`NodeEmulator.fork`): what-if for the
+node as it is now, the real node's in shadow mode, leaving it untouched.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import grpc
 from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
 from kubeletemu._proto.kubeletemu.v1 import admission_pb2_grpc as pb_grpc
 from kubeletemu.daemon import convert
-from kubeletemu.daemon.errors import serialized
+from kubeletemu.daemon.errors import serialized, status_for
 from kubeletemu.daemon.logging import get_logger
 from kubeletemu.daemon.metrics import ALIGNED_NUMA_NODE, KubeletMetrics
 from kubeletemu.emulator import HANDLER_RESOURCE_ALLOCATOR, AdmissionReport, NodeEmulator
@@ -27,6 +30,8 @@ from kubeletemu.podresources import nrt, view
 from kubeletemu.podresources.fingerprint import METHOD_WITH_EXCLUSIVE_RESOURCES, parse_method
 from kubeletemu.scheduler.leastnumanodes import least_numa_nodes_for_node
 from kubeletemu.shadow import READ_ONLY_MESSAGE, ShadowReport
+from kubeletemu.simulate import render_chart, render_json, render_table
+from kubeletemu.simulate.spec import LiveSimulation, parse_live_simulation
 from kubeletemu.topologymanager import ERROR_TOPOLOGY_AFFINITY
 from kubeletemu.topologymanager.policy import POLICY_SINGLE_NUMA_NODE
 from kubeletemu.topologymanager.scope import SCOPE_CONTAINER
@@ -100,6 +105,39 @@ class AdmissionServicer(pb_grpc.AdmissionServicer):
         overrides = convert.overrides_from(request.overrides)
         return convert.admit_response(self.emulator().would_admit(pod, overrides))
 
+    async def Simulate(
+        self, request: pb.SimulateRequest, context: grpc.aio.ServicerContext
+    ) -> pb.SimulateResponse:
+        """The node is forked under the lock (a consistent copy, even of a mirror being refreshed); the
+        replay then runs on the copy in a worker thread, without the lock: a long stream must not hold up
+        admissions nor stall the event loop, where health checks and the systemd watchdog run."""
+        simulation, node, name = await self._fork_for_simulation(request, context)
+        started = time.perf_counter()
+        try:
+            response = await asyncio.to_thread(_simulate, simulation, node, name, request.png)
+        except Exception as err:
+            code = status_for(err)
+            if code is None:
+                raise
+            await context.abort(code, str(err))
+            raise
+        log.info(
+            "simulate",
+            configurations=len(simulation.matrix.configurations(node.config)),
+            steps=len(simulation.stream),
+            pods=len(node.registry),
+            seconds=round(time.perf_counter() - started, 3),
+        )
+        return response
+
+    @serialized
+    def _fork_for_simulation(
+        self, request: pb.SimulateRequest, context: Any
+    ) -> tuple[LiveSimulation, NodeEmulator, str]:
+        live = self.emulator()
+        simulation = parse_live_simulation(request.simulation, live.config, "simulation", dict(request.files))
+        return simulation, live.fork(), view.node_name(live.config)
+
     @serialized
     def _remove(self, request: pb.RemovePodRequest, context: Any) -> pb.RemovePodResponse:
         pod = self.emulator().remove(request.uid)
@@ -166,6 +204,13 @@ class AdmissionServicer(pb_grpc.AdmissionServicer):
             m.cpu_manager_pinning_requests_total.inc(requests - pins_before[0])
         if errors > pins_before[1]:
             m.cpu_manager_pinning_errors_total.inc(errors - pins_before[1])
+
+
+def _simulate(simulation: LiveSimulation, node: NodeEmulator, name: str, png: bool) -> pb.SimulateResponse:
+    report = simulation.run(node, name)
+    return pb.SimulateResponse(
+        json=render_json(report), table=render_table(report), png=render_chart(report) if png else b""
+    )
 
 
 def shadow_report_msg(report: ShadowReport) -> pb.ShadowReport:

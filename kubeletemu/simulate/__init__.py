@@ -1,5 +1,6 @@
-"""``kubeletemu simulate``: replay a stream of pods on one topology under a matrix of Topology Manager
-policies × scopes × options, and compare density, fragmentation and cross-NUMA spread.
+"""``kubeletemu simulate``: replay a stream of pods on one topology (or on forks of a live node, which
+start with its pods) under a matrix of Topology Manager policies × scopes × options, and compare density,
+fragmentation and cross-NUMA spread.
 
 Pure engine (no gRPC, no CLI): inputs (``inputs``, ``spec``), the run (``engine``), end-of-stream metrics
 (``metrics``), and the outputs: a text table and JSON (``render``) and a PNG chart (``chart``).
@@ -14,6 +15,7 @@ from kubeletemu.simulate.engine import (
     run_configuration,
     run_simulation,
     simulate,
+    simulate_live,
 )
 from kubeletemu.simulate.errors import SimulationError
 from kubeletemu.simulate.inputs import Configuration, Matrix, PodStep, RemoveStep, Step
@@ -38,5 +40,6 @@ __all__ = [
     "run_configuration",
     "run_simulation",
     "simulate",
+    "simulate_live",
     "synthetic_shape",
 ]

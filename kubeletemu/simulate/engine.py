@@ -1,23 +1,27 @@
-"""Replay a stream of pods on a fresh in-memory node per configuration and measure the outcome.
+"""Replay a stream of pods on an in-memory node per configuration and measure the outcome.
 
-Each configuration gets its own ``NodeEmulator`` (no state directory), built from the base configuration
-with that cell's Topology Manager policy, scope and options; the container manager carries the KEP-6007
-scorer (``ContainerManager.numa_scoring``). A configuration the kubelet would refuse to start with (bad
-or conflicting options, too many NUMA nodes, a CPU or memory manager that cannot start) is reported with
-the kubelet's error and no metrics; the rest of the matrix still runs.
+Each configuration gets its own ``NodeEmulator`` (no state directory): a fresh node built from the base
+configuration with that cell's Topology Manager policy, scope and options (``run_simulation``), or a fork of
+a live node, holding its admitted pods and manager states, with those settings as overrides
+(``simulate_live``). The container manager carries the KEP-6007 scorer (``ContainerManager.numa_scoring``).
+A configuration the kubelet would refuse to start with (bad or conflicting options, too many NUMA nodes, a
+CPU or memory manager that cannot start) is reported with the kubelet's error and no metrics; the rest of
+the matrix still runs. Both paths share ``replay``: the same events and end-of-stream metrics (on a fork the
+metrics describe the whole node, the pods it held before the stream included).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
 from kubeletemu.config import Config
-from kubeletemu.containermanager import ContainerAllocation
+from kubeletemu.containermanager import ContainerAllocation, TopologyOverrides
 from kubeletemu.emulator import EmulatorError, NodeEmulator
 from kubeletemu.machine import Machine
 from kubeletemu.simulate.inputs import Configuration, Instance, Matrix, PodStep, RemoveStep, Step, expand
@@ -27,6 +31,8 @@ from kubeletemu.topologymanager import ERROR_TOPOLOGY_AFFINITY
 from kubeletemu.topologymanager.numa_scorer import TieBreakDecision
 
 REPORT_VERSION = 1
+# The report's topology kind for a simulation on forks of a live node.
+LIVE = "live"
 
 
 @dataclass(frozen=True)
@@ -138,23 +144,44 @@ def configure(base: Config, configuration: Configuration) -> Config:
     return dataclasses.replace(base, kubelet=kubelet)
 
 
-def start_node(machine: Machine, config: Config) -> NodeEmulator:
-    """A node with the KEP-6007 scorer; raises what the kubelet would fail to start with."""
-    node = NodeEmulator(config, machine)
-    if machine.host is not None:
+def check_startup(node: NodeEmulator) -> NodeEmulator:
+    """``node`` unless the kubelet would refuse to start with its Topology Manager settings on its
+    machine (more NUMA nodes than allowed...): then :class:`EmulatorError` with the kubelet's errors."""
+    host = node.machine.host
+    if host is not None:
         options = node.cm.topology.options
         max_nodes = options.max_allowable_numa_nodes if options is not None else 8
-        errors = machine.host.kubelet_view.startup_errors(config.kubelet.topology_manager_policy, max_nodes)
+        errors = host.kubelet_view.startup_errors(node.cm.topology_manager_policy, max_nodes)
         if errors:
             raise EmulatorError("; ".join(errors))
     return node
 
 
+def start_node(machine: Machine, config: Config) -> NodeEmulator:
+    """A node with the KEP-6007 scorer; raises what the kubelet would fail to start with."""
+    return check_startup(NodeEmulator(config, machine))
+
+
+def fork_node(live: NodeEmulator, configuration: Configuration) -> NodeEmulator:
+    """A fork of ``live`` running ``configuration``'s Topology Manager settings; raises as ``start_node``."""
+    overrides = TopologyOverrides(configuration.policy, configuration.scope, configuration.options)
+    return check_startup(live.fork(overrides))
+
+
 def run_configuration(
     machine: Machine, base: Config, configuration: Configuration, stream: Sequence[Step]
 ) -> ConfigurationResult:
+    """``configuration`` on a fresh node of ``machine``."""
+    return replay(configuration, stream, lambda: start_node(machine, configure(base, configuration)))
+
+
+def replay(
+    configuration: Configuration, stream: Sequence[Step], start: Callable[[], NodeEmulator]
+) -> ConfigurationResult:
+    """The stream on the node ``start`` gives (its errors make the configuration's error), measured at the
+    end. Only the stream's own pods can be removed by a removal step."""
     try:
-        node = start_node(machine, configure(base, configuration))
+        node = start()
     except (ValueError, EmulatorError) as err:
         return ConfigurationResult(configuration, error=str(err))
     present: list[Instance] = []
@@ -250,3 +277,15 @@ def simulate(
 ) -> SimulationReport:
     """Probe ``source`` and run the matrix on it."""
     return run_simulation(source.machine(), base, matrix, stream, source.describe())
+
+
+def simulate_live(
+    node: NodeEmulator, matrix: Matrix, stream: Sequence[Step], name: str = ""
+) -> SimulationReport:
+    """Every configuration of the matrix (empty axes: ``node``'s settings) on its own fork of ``node``,
+    which starts with the pods ``node`` holds; ``node`` itself is left as it is. ``name`` names the node
+    in the report."""
+    configurations = matrix.configurations(node.config)
+    results = tuple(replay(c, stream, functools.partial(fork_node, node, c)) for c in configurations)
+    topology = {"kind": LIVE, "name": name, "pods": len(node.registry)}
+    return SimulationReport(topology, describe_stream(stream), results)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from kubeletemu.simulate.engine import ConfigurationResult, SimulationReport
+from kubeletemu.simulate.engine import LIVE, ConfigurationResult, SimulationReport
 
 GIB = 1024**3
 _HEADERS = (
@@ -70,13 +70,20 @@ def render_table(report: SimulationReport) -> str:
             lines.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:4])) + "  " + row[4])
         else:
             lines.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
-    topology = report.topology.get("name") or report.topology.get("kind") or "node"
-    title = f"simulation on {topology}: {len(report.results)} configuration(s)"
+    title = f"simulation on {_node(report)}: {len(report.results)} configuration(s)"
     legend = (
         "TAE: TopologyAffinityError rejections; SPREAD: containers on several NUMA nodes; "
         "SCORED: admissions placed by a KEP-6007 score"
     )
     return "\n".join([title, *lines, legend]) + "\n"
+
+
+def _node(report: SimulationReport) -> str:
+    topology = report.topology
+    if topology.get("kind") == LIVE:
+        name = f"live node {topology['name']}" if topology.get("name") else "the live node"
+        return f"{name} ({topology.get('pods', 0)} pod(s) before the stream)"
+    return str(topology.get("name") or topology.get("kind") or "node")
 
 
 def _is_error(row: tuple[str, ...]) -> bool:

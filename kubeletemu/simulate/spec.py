@@ -23,13 +23,17 @@ stream:
 
 Relative paths are taken from the file's directory. Any problem is a :class:`SimulationError` naming the
 file and the field.
+
+Against a live node (``kubeletemu simulate -f FILE --socket SOCK``, gRPC ``Simulate``) the node gives the
+topology, the configuration and the pods it starts with: ``topology``, ``config`` and ``featureGates`` are
+refused, and the manifests ``pods:`` steps name travel with the file (:func:`pod_files`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -37,8 +41,10 @@ from typing import Any
 
 from kubeletemu.config import Config, ConfigError, load_config
 from kubeletemu.config import fields as read
-from kubeletemu.manifest import ManifestError, pod_from_manifest, read_pods
-from kubeletemu.simulate.engine import SimulationReport, simulate
+from kubeletemu.emulator import NodeEmulator
+from kubeletemu.manifest import ManifestError, parse_pods, pod_from_manifest, read_pods
+from kubeletemu.pod import Pod
+from kubeletemu.simulate.engine import SimulationReport, simulate, simulate_live
 from kubeletemu.simulate.errors import SimulationError
 from kubeletemu.simulate.inputs import Matrix, PodStep, RemoveStep, Step
 from kubeletemu.simulate.topology import TopologySource, synthetic_shape
@@ -46,6 +52,8 @@ from kubeletemu.simulate.topology import TopologySource, synthetic_shape
 API_VERSION = "kubeletemu.io/v1alpha1"
 KIND = "Simulation"
 _TOP_KEYS = frozenset({"apiVersion", "kind", "topology", "config", "featureGates", "matrix", "stream"})
+# What a live node gives instead (see parse_live_simulation).
+_NODE_KEYS = ("topology", "config", "featureGates")
 _SYNTHETIC_KEYS = {
     "sockets": "sockets",
     "coresPerSocket": "cores_per_socket",
@@ -69,6 +77,17 @@ class Simulation:
 
 
 @dataclass(frozen=True)
+class LiveSimulation:
+    """What a Simulation asks of a live node: the node gives the topology, configuration and first pods."""
+
+    matrix: Matrix
+    stream: tuple[Step, ...]
+
+    def run(self, node: NodeEmulator, name: str = "") -> SimulationReport:
+        return simulate_live(node, self.matrix, self.stream, name)
+
+
+@dataclass(frozen=True)
 class _Where:
     source: str
 
@@ -77,18 +96,83 @@ class _Where:
 
 
 def load_simulation(path: str | os.PathLike[str]) -> Simulation:
+    return parse_simulation(read_text(path), str(path), Path(path).parent)
+
+
+def read_text(path: str | os.PathLike[str]) -> str:
+    """A Simulation file or a manifest it names; :class:`SimulationError` when it cannot be read."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        return Path(path).read_text(encoding="utf-8")
     except OSError as err:
         raise SimulationError(f"{path}: cannot read: {err.strerror or err}") from None
     except UnicodeDecodeError as err:
         raise SimulationError(f"{path}: not UTF-8 text: {err.reason} at byte {err.start}") from None
-    return parse_simulation(text, str(path), Path(path).parent)
 
 
 def parse_simulation(
     text: str, source: str = "<simulation>", base_dir: str | os.PathLike[str] = "."
 ) -> Simulation:
+    where, doc = _document(text, source)
+    base = Path(base_dir)
+    config = _config(where, base, doc.get("config"), doc.get("featureGates"))
+    pod_level = config.kubelet.feature_gates.get("PodLevelResources", True)
+
+    def pods_file(name: str) -> tuple[str, list[Pod]]:
+        manifest = _resolve(base, name)
+        return manifest, read_pods(manifest, pod_level_resources=pod_level)
+
+    return Simulation(
+        topology=_topology(where, base, doc.get("topology")),
+        config=config,
+        matrix=_matrix(where, doc.get("matrix")),
+        stream=_stream(where, doc.get("stream"), pod_level, pods_file),
+    )
+
+
+def parse_live_simulation(
+    text: str, config: Config, source: str = "<simulation>", files: Mapping[str, str] | None = None
+) -> LiveSimulation:
+    """A Simulation to run on forks of a live node (the daemon's): only ``matrix`` and ``stream``, read
+    with the node's ``config``. No file is read: a ``pods:`` step names a manifest whose text is in
+    ``files`` (keyed by the name as written; see :func:`pod_files`)."""
+    where, doc = _document(text, source)
+    given = [key for key in _NODE_KEYS if key in doc]
+    if given:
+        raise where.error(
+            given[0],
+            "not allowed here: the simulation runs on the daemon's node, with its topology, configuration "
+            "and admitted pods; give only matrix and stream",
+        )
+    pod_level = config.kubelet.feature_gates.get("PodLevelResources", True)
+    sent = files or {}
+
+    def pods_file(name: str) -> tuple[str, list[Pod]]:
+        if name not in sent:
+            raise SimulationError(
+                f"{source}: {name}: not sent with the simulation (the daemon reads no files)"
+            )
+        return name, parse_pods(sent[name], name, pod_level_resources=pod_level)
+
+    return LiveSimulation(
+        _matrix(where, doc.get("matrix")), _stream(where, doc.get("stream"), pod_level, pods_file)
+    )
+
+
+def pod_files(text: str, base_dir: str | os.PathLike[str] = ".") -> dict[str, str]:
+    """The manifests a Simulation's ``pods:`` steps name, read from ``base_dir`` and keyed by the name as
+    written: what a client sends with the file to :func:`parse_live_simulation`. A file that is not a
+    Simulation yields nothing here; the parse reports what is wrong with it."""
+    try:
+        documents = [d for d in read.yaml_documents(text) if d is not None]
+    except read.YAMLSyntaxError:
+        return {}
+    stream = documents[0].get("stream") if len(documents) == 1 and isinstance(documents[0], dict) else None
+    names = [s["pods"] for s in stream or () if isinstance(s, dict) and isinstance(s.get("pods"), str)]
+    return {name: read_text(_resolve(Path(base_dir), name)) for name in names}
+
+
+def _document(text: str, source: str) -> tuple[_Where, Mapping[str, Any]]:
+    """The one ``kind: Simulation`` document of ``text``, its top-level fields checked."""
     where = _Where(source)
     try:
         documents = [d for d in read.yaml_documents(text) if d is not None]
@@ -104,14 +188,7 @@ def parse_simulation(
     unknown = sorted(set(doc) - _TOP_KEYS)
     if unknown:
         raise where.error(unknown[0], f"unknown field: expected one of {', '.join(sorted(_TOP_KEYS))}")
-    base = Path(base_dir)
-    config = _config(where, base, doc.get("config"), doc.get("featureGates"))
-    return Simulation(
-        topology=_topology(where, base, doc.get("topology")),
-        config=config,
-        matrix=_matrix(where, doc.get("matrix")),
-        stream=_stream(where, base, doc.get("stream"), config),
-    )
+    return where, doc
 
 
 def _resolve(base: Path, value: str) -> str:
@@ -199,8 +276,10 @@ def _matrix(where: _Where, raw: Any) -> Matrix:
         raise where.error("matrix", str(err)) from None
 
 
-def _stream(where: _Where, base: Path, raw: Any, config: Config) -> tuple[Step, ...]:
-    pod_level = config.kubelet.feature_gates.get("PodLevelResources", True)
+def _stream(
+    where: _Where, raw: Any, pod_level: bool, pods_file: Callable[[str], tuple[str, list[Pod]]]
+) -> tuple[Step, ...]:
+    """The steps; ``pods_file`` reads the manifest a ``pods:`` step names (returns what to call it)."""
     steps: list[Step] = []
     items = read.sequence(where, "stream", raw)
     if not items:
@@ -225,8 +304,7 @@ def _stream(where: _Where, base: Path, raw: Any, config: Config) -> tuple[Step, 
         repeat = _positive(where, f"{path}.repeat", step.get("repeat", 1))
         try:
             if kinds[0] == "pods":
-                manifest = _resolve(base, read.string(where, f"{path}.pods", step["pods"]))
-                pods = read_pods(manifest, pod_level_resources=pod_level)
+                manifest, pods = pods_file(read.string(where, f"{path}.pods", step["pods"]))
                 if not pods:
                     raise where.error(f"{path}.pods", f"{manifest} holds no pod")
             else:

@@ -550,3 +550,30 @@ class LeastNUMANodesResponse(_message.Message):
     score: int
     requirements: _containers.RepeatedCompositeFieldContainer[LeastNUMARequirement]
     def __init__(self, scope: _Optional[str] = ..., numa_nodes: _Optional[int] = ..., min_distance: _Optional[bool] = ..., score: _Optional[int] = ..., requirements: _Optional[_Iterable[_Union[LeastNUMARequirement, _Mapping]]] = ...) -> None: ...
+
+class SimulateRequest(_message.Message):
+    __slots__ = ("simulation", "files", "png")
+    class FilesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    SIMULATION_FIELD_NUMBER: _ClassVar[int]
+    FILES_FIELD_NUMBER: _ClassVar[int]
+    PNG_FIELD_NUMBER: _ClassVar[int]
+    simulation: str
+    files: _containers.ScalarMap[str, str]
+    png: bool
+    def __init__(self, simulation: _Optional[str] = ..., files: _Optional[_Mapping[str, str]] = ..., png: _Optional[bool] = ...) -> None: ...
+
+class SimulateResponse(_message.Message):
+    __slots__ = ("json", "table", "png")
+    JSON_FIELD_NUMBER: _ClassVar[int]
+    TABLE_FIELD_NUMBER: _ClassVar[int]
+    PNG_FIELD_NUMBER: _ClassVar[int]
+    json: str
+    table: str
+    png: bytes
+    def __init__(self, json: _Optional[str] = ..., table: _Optional[str] = ..., png: _Optional[bytes] = ...) -> None: ...

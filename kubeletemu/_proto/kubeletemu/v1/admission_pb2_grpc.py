@@ -85,6 +85,11 @@ class AdmissionStub:
                 request_serializer=kubeletemu_dot_v1_dot_admission__pb2.LeastNUMANodesRequest.SerializeToString,
                 response_deserializer=kubeletemu_dot_v1_dot_admission__pb2.LeastNUMANodesResponse.FromString,
                 _registered_method=True)
+        self.Simulate = channel.unary_unary(
+                '/kubeletemu.v1.Admission/Simulate',
+                request_serializer=kubeletemu_dot_v1_dot_admission__pb2.SimulateRequest.SerializeToString,
+                response_deserializer=kubeletemu_dot_v1_dot_admission__pb2.SimulateResponse.FromString,
+                _registered_method=True)
 
 
 class AdmissionServicer:
@@ -167,6 +172,16 @@ class AdmissionServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Simulate(self, request, context):
+        """Simulate replays a pod stream under a matrix of Topology Manager settings, each configuration on its
+        own in-memory fork of this node: the pods it holds now and its managers' states (in shadow mode, the
+        real node's). Nothing changes here. A simulation file that sets topology, config or featureGates, or
+        that is not a valid Simulation, is INVALID_ARGUMENT.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdmissionServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -219,6 +234,11 @@ def add_AdmissionServicer_to_server(servicer, server):
                     servicer.LeastNUMANodes,
                     request_deserializer=kubeletemu_dot_v1_dot_admission__pb2.LeastNUMANodesRequest.FromString,
                     response_serializer=kubeletemu_dot_v1_dot_admission__pb2.LeastNUMANodesResponse.SerializeToString,
+            ),
+            'Simulate': grpc.unary_unary_rpc_method_handler(
+                    servicer.Simulate,
+                    request_deserializer=kubeletemu_dot_v1_dot_admission__pb2.SimulateRequest.FromString,
+                    response_serializer=kubeletemu_dot_v1_dot_admission__pb2.SimulateResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -492,6 +512,33 @@ class Admission:
             '/kubeletemu.v1.Admission/LeastNUMANodes',
             kubeletemu_dot_v1_dot_admission__pb2.LeastNUMANodesRequest.SerializeToString,
             kubeletemu_dot_v1_dot_admission__pb2.LeastNUMANodesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Simulate(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kubeletemu.v1.Admission/Simulate',
+            kubeletemu_dot_v1_dot_admission__pb2.SimulateRequest.SerializeToString,
+            kubeletemu_dot_v1_dot_admission__pb2.SimulateResponse.FromString,
             options,
             channel_credentials,
             insecure,
