@@ -24,6 +24,7 @@ from kubeletemu.memorymanager.state.state_mem import MemoryState as MemMemorySta
 from kubeletemu.pod import Container, Pod
 from kubeletemu.topologymanager import ProviderHints, TopologyHint
 from kubeletemu.topologymanager.numa_scorer import TieBreakDecision
+from kubeletemu.topologymanager.policy_options import DEFAULT_MAX_ALLOWABLE_NUMA_NODES
 
 PROVIDER_DEVICES = "devicemanager"
 PROVIDER_CPU = "cpumanager"
@@ -226,6 +227,18 @@ class ContainerManager:
             active_pods=self._active if self.active_pods is not None else None,
             state=state,
         )
+
+    def kubelet_start_errors(self) -> tuple[str, ...]:
+        """Why a real kubelet would refuse to start on this machine with these Topology Manager settings
+        (``NewManager``'s NUMA-count limit, a cadvisor failure); empty when it would start."""
+        host = self.machine.host
+        if host is None:
+            return ()
+        options = self.topology.options
+        max_nodes = (
+            options.max_allowable_numa_nodes if options is not None else DEFAULT_MAX_ALLOWABLE_NUMA_NODES
+        )
+        return host.kubelet_view.startup_errors(self.topology_manager_policy, max_nodes)
 
     def clone(self, overrides: TopologyOverrides | None = None) -> ContainerManager:
         """An in-memory copy for a what-if question, optionally with other Topology Manager settings."""

@@ -108,10 +108,6 @@ def node_topology(cm: ContainerManager) -> NodeTopologyReport:
                 free_devices=free_devices,
             )
         )
-    start_errors: tuple[str, ...] = ()
-    if machine.host is not None:
-        max_nodes = cm.topology.options.max_allowable_numa_nodes if cm.topology.options else 8
-        start_errors = machine.host.kubelet_view.startup_errors(cm.topology_manager_policy, max_nodes)
     kubelet = cm.config.kubelet
     return NodeTopologyReport(
         numa_nodes=tuple(nodes),
@@ -122,5 +118,5 @@ def node_topology(cm: ContainerManager) -> NodeTopologyReport:
         topology_manager_options=dict(cm.topology_manager_options),
         cpu_manager_policy=kubelet.cpu_manager_policy,
         memory_manager_policy=kubelet.memory_manager_policy,
-        kubelet_start_errors=start_errors,
+        kubelet_start_errors=cm.kubelet_start_errors(),
     )

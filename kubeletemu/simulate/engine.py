@@ -147,13 +147,9 @@ def configure(base: Config, configuration: Configuration) -> Config:
 def check_startup(node: NodeEmulator) -> NodeEmulator:
     """``node`` unless the kubelet would refuse to start with its Topology Manager settings on its
     machine (more NUMA nodes than allowed...): then :class:`EmulatorError` with the kubelet's errors."""
-    host = node.machine.host
-    if host is not None:
-        options = node.cm.topology.options
-        max_nodes = options.max_allowable_numa_nodes if options is not None else 8
-        errors = host.kubelet_view.startup_errors(node.cm.topology_manager_policy, max_nodes)
-        if errors:
-            raise EmulatorError("; ".join(errors))
+    errors = node.cm.kubelet_start_errors()
+    if errors:
+        raise EmulatorError("; ".join(errors))
     return node
 
 
