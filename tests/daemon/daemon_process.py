@@ -63,23 +63,8 @@ class DaemonProcess:
         return self
 
     def wait_serving(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            assert self.process is not None
-            if self.process.poll() is not None:
-                raise RuntimeError(f"daemon exited with {self.process.returncode}:\n{self.log.read_text()}")
-            if self.socket.exists():
-                try:
-                    with grpc.insecure_channel(f"unix:{self.socket}") as channel:
-                        reply = health_pb2_grpc.HealthStub(channel).Check(
-                            health_pb2.HealthCheckRequest(), timeout=1
-                        )
-                    if reply.status == health_pb2.HealthCheckResponse.SERVING:
-                        return
-                except grpc.RpcError:
-                    pass
-            time.sleep(0.05)
-        raise RuntimeError(f"daemon not serving after {timeout}s:\n{self.log.read_text()}")
+        assert self.process is not None
+        wait_serving(self.process, self.socket, self.log, timeout)
 
     def channel(self) -> grpc.Channel:
         return grpc.insecure_channel(f"unix:{self.socket}")
@@ -102,3 +87,23 @@ class DaemonProcess:
             return self.process.returncode if self.process else 0
         self.process.send_signal(sig)
         return self.process.wait(timeout)
+
+
+def wait_serving(process: subprocess.Popen[bytes], socket: Path, log: Path, timeout: float) -> None:
+    """Until the daemon's health check answers SERVING; its log in the error when it exits or stalls."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"daemon exited with {process.returncode}:\n{log.read_text()}")
+        if socket.exists():
+            try:
+                with grpc.insecure_channel(f"unix:{socket}") as channel:
+                    reply = health_pb2_grpc.HealthStub(channel).Check(
+                        health_pb2.HealthCheckRequest(), timeout=1
+                    )
+                if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                    return
+            except grpc.RpcError:
+                pass
+        time.sleep(0.05)
+    raise RuntimeError(f"daemon not serving after {timeout}s:\n{log.read_text()}")

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import TypeVar
 
 import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
 from kubeletemu._proto.kubeletemu.v1 import admission_pb2_grpc
+from tests.daemon.daemon_process import wait_serving
 from tests.shadow.kubelet_double import SHADOW_OWN_CONFIG, FakeKubelet
 
 REPO = Path(__file__).resolve().parents[2]
@@ -94,22 +94,8 @@ class ShadowDaemon:
 
     def start(self, timeout: float = 20.0) -> ShadowDaemon:
         self.process = self._spawn()
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"daemon exited with {self.process.returncode}:\n{self.log.read_text()}")
-            if self.socket.exists():
-                try:
-                    with grpc.insecure_channel(f"unix:{self.socket}") as channel:
-                        reply = health_pb2_grpc.HealthStub(channel).Check(
-                            health_pb2.HealthCheckRequest(), timeout=1
-                        )
-                    if reply.status == health_pb2.HealthCheckResponse.SERVING:
-                        return self
-                except grpc.RpcError:
-                    pass
-            time.sleep(0.05)
-        raise RuntimeError(f"daemon not serving after {timeout}s:\n{self.log.read_text()}")
+        wait_serving(self.process, self.socket, self.log, timeout)
+        return self
 
     def run_to_failure(self, timeout: float = 20.0) -> tuple[int, str]:
         """Start a daemon that is expected to refuse to start: its exit status and output."""
