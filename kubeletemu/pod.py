@@ -79,7 +79,18 @@ def compute_qos(pod: Pod, pod_level_resources_enabled: bool = False) -> QOSClass
     Guaranteed needs cpu and memory limits on every container (init containers included) and every
     request equal to its limit. With pod-level resources (gate ``PodLevelResources``) the pod's own
     ``spec.resources`` decides instead.
+
+    The kubelet recomputes it at each use (several per admission); a Pod here is frozen, so the answer is
+    kept on the instance (outside its fields: equality and ``replace`` are unaffected).
     """
+    key = "_qos_pod_level" if pod_level_resources_enabled else "_qos"
+    cached: QOSClass | None = pod.__dict__.get(key)
+    if cached is None:
+        cached = pod.__dict__[key] = _compute_qos(pod, pod_level_resources_enabled)
+    return cached
+
+
+def _compute_qos(pod: Pod, pod_level_resources_enabled: bool) -> QOSClass:
     if pod_level_resources_enabled and pod.resources is not None:
         groups: list[tuple[ResourceList, ResourceList]] = [(pod.resources.requests, pod.resources.limits)]
     else:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kubeletemu.bitmask import BitMask
-from kubeletemu.checkpointmanager import write_file_atomic
+from kubeletemu.checkpointmanager import remove_file, write_file_atomic
 from kubeletemu.manifest import ManifestError, pod_from_manifest, pod_to_manifest
 from kubeletemu.pod import Pod
 from kubeletemu.topologymanager import TopologyHint
@@ -80,7 +80,7 @@ class PodRegistry:
     def remove(self, uid: str) -> AdmittedPod:
         entry = self._pods.pop(uid)
         if self.directory is not None:
-            self._file(uid).unlink(missing_ok=True)
+            remove_file(self._file(uid))
         return entry
 
     # ---- persistence ------------------------------------------------------------------------------

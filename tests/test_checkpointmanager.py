@@ -1,13 +1,26 @@
-"""The shared checkpoint helpers: FNV-32a and atomic files."""
+"""The shared checkpoint helpers: FNV-32a, atomic files, batches and the group-commit writer."""
 
 from __future__ import annotations
 
 import os
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
-from kubeletemu.checkpointmanager import fnv32a, write_file_atomic
+from kubeletemu.checkpointmanager import (
+    CheckpointWriteError,
+    CheckpointWriter,
+    WriteBatch,
+    WriterClosedError,
+    batched_writes,
+    deferred_writes,
+    fnv32a,
+    remove_file,
+    write_batch,
+    write_file_atomic,
+)
 
 
 def test_fnv32a_reference_values() -> None:
@@ -34,3 +47,110 @@ def test_failed_write_keeps_the_old_content(tmp_path: Path) -> None:
         write_file_atomic(target, "not bytes")  # type: ignore[arg-type]
     assert target.read_bytes() == b"old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["state"]
+
+
+def test_fnv32a_matches_go_hash_fnv_on_long_input() -> None:
+    # The C implementation against the definition (offset basis, xor then multiply, mod 2^32).
+    data = bytes(range(256)) * 9 + "naïve café".encode()
+    value = 0x811C9DC5
+    for byte in data:
+        value = ((value ^ byte) * 0x01000193) & 0xFFFFFFFF
+    assert fnv32a(data) == value
+
+
+def test_deferred_writes_collect_last_operations_in_order(tmp_path: Path) -> None:
+    (tmp_path / "gone").write_bytes(b"x")
+    serialized = []
+
+    def content() -> bytes:
+        serialized.append(1)
+        return b"lazy"
+
+    with deferred_writes() as pending:
+        write_file_atomic(tmp_path / "a", b"first")
+        with batched_writes():  # nested blocks join the deferred one
+            write_file_atomic(tmp_path / "b", content)
+            remove_file(tmp_path / "gone")
+        write_file_atomic(tmp_path / "a", b"second")
+    # Nothing written yet, nothing serialized yet.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gone"]
+    assert serialized == []
+    batch = pending.freeze()
+    assert list(batch.ops) == [tmp_path / "a", tmp_path / "b", tmp_path / "gone"]
+    assert batch.ops[tmp_path / "a"] == (b"second", 0o644)
+    assert batch.ops[tmp_path / "gone"] is None
+    write_batch(batch)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b"]
+    assert (tmp_path / "b").read_bytes() == b"lazy"
+    with deferred_writes(), pytest.raises(RuntimeError, match="cannot be nested"), deferred_writes():
+        pass
+
+
+def test_write_errors_name_the_file(tmp_path: Path) -> None:
+    (tmp_path / "pods").write_bytes(b"not a directory")
+    with pytest.raises(CheckpointWriteError) as info:
+        write_file_atomic(tmp_path / "pods" / "uid.json", b"{}")
+    assert str(info.value) == f"cannot write {tmp_path / 'pods' / 'uid.json'}: Not a directory"
+
+
+def test_writer_keeps_order_and_merges_what_queues_behind_a_pass(tmp_path: Path) -> None:
+    # The first pass is held open until three more batches are queued: they must go to disk together,
+    # each file once with its last operation, after the first pass.
+    release = threading.Event()
+    passes: list[WriteBatch] = []
+
+    def gated_write(batch: WriteBatch) -> None:
+        passes.append(batch)
+        if len(passes) == 1:
+            assert release.wait(10)
+        write_batch(batch)
+
+    writer = CheckpointWriter(write=gated_write)
+    try:
+        first = writer.submit(WriteBatch({tmp_path / "state": (b"1", 0o644)}))
+        while not passes:
+            time.sleep(0.001)
+        queued = [
+            writer.submit(WriteBatch({tmp_path / "state": (b"2", 0o644), tmp_path / "pod-a": (b"a", 0o600)})),
+            writer.submit(WriteBatch({tmp_path / "state": (b"3", 0o644), tmp_path / "pod-a": None})),
+            writer.submit(WriteBatch({tmp_path / "pod-b": (b"b", 0o600)})),
+        ]
+        assert not first.done()
+        release.set()
+        for future in [first, *queued]:
+            future.result(timeout=10)
+        assert len(passes) == 2 and writer.passes == 2 and writer.batches_written == 4
+        assert passes[1].ops == {
+            tmp_path / "state": (b"3", 0o644),
+            tmp_path / "pod-a": None,
+            tmp_path / "pod-b": (b"b", 0o600),
+        }
+        assert (tmp_path / "state").read_bytes() == b"3"
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["pod-b", "state"]
+        assert oct(os.stat(tmp_path / "pod-b").st_mode & 0o777) == oct(0o600)
+    finally:
+        writer.close()
+
+
+def test_writer_reports_a_failed_pass_and_goes_on(tmp_path: Path) -> None:
+    (tmp_path / "blocked").write_bytes(b"a file where a directory should be")
+    writer = CheckpointWriter()
+    try:
+        failed = writer.submit(WriteBatch({tmp_path / "blocked" / "x": (b"x", 0o644)}))
+        with pytest.raises(CheckpointWriteError, match=r"cannot write .*blocked/x: Not a directory"):
+            failed.result(timeout=10)
+        writer.submit(WriteBatch({tmp_path / "ok": (b"ok", 0o644)})).result(timeout=10)
+        assert (tmp_path / "ok").read_bytes() == b"ok"
+        writer.drain().result(timeout=10)
+    finally:
+        writer.close()
+    with pytest.raises(WriterClosedError):
+        writer.submit(WriteBatch())
+
+
+def test_writer_close_writes_what_is_queued(tmp_path: Path) -> None:
+    writer = CheckpointWriter()
+    futures = [writer.submit(WriteBatch({tmp_path / f"f{i}": (b"%d" % i, 0o644)})) for i in range(20)]
+    writer.close()
+    assert all(f.done() and f.exception() is None for f in futures)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"f{i}" for i in range(20))

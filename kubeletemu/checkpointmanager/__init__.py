@@ -1,7 +1,29 @@
 """What the kubelet's ``pkg/kubelet/checkpointmanager`` gives every checkpoint: atomic files and the
-FNV-32a checksum over go-spew's dump of the checkpoint struct."""
+FNV-32a checksum over go-spew's dump of the checkpoint struct; plus the daemon's group-commit writer."""
 
 from kubeletemu.checkpointmanager.checksum import fnv32a
-from kubeletemu.checkpointmanager.files import batched_writes, write_file_atomic
+from kubeletemu.checkpointmanager.files import (
+    CheckpointWriteError,
+    PendingWrites,
+    WriteBatch,
+    batched_writes,
+    deferred_writes,
+    remove_file,
+    write_batch,
+    write_file_atomic,
+)
+from kubeletemu.checkpointmanager.writer import CheckpointWriter, WriterClosedError
 
-__all__ = ["batched_writes", "fnv32a", "write_file_atomic"]
+__all__ = [
+    "CheckpointWriteError",
+    "CheckpointWriter",
+    "PendingWrites",
+    "WriteBatch",
+    "WriterClosedError",
+    "batched_writes",
+    "deferred_writes",
+    "fnv32a",
+    "remove_file",
+    "write_batch",
+    "write_file_atomic",
+]

@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
-_FNV_OFFSET = 0x811C9DC5
-_FNV_PRIME = 0x01000193
+from fnv_hash_fast import fnv1a_32
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -20,10 +19,8 @@ NIL = "<nil>"
 
 
 def fnv32a(data: bytes) -> int:
-    value = _FNV_OFFSET
-    for byte in data:
-        value = ((value ^ byte) * _FNV_PRIME) & 0xFFFFFFFF
-    return value
+    """Go's ``hash/fnv`` New32a over ``data``, as ``hashutil.DeepHashObject`` feeds it."""
+    return fnv1a_32(data)
 
 
 def checksum_of(dump: str) -> int:

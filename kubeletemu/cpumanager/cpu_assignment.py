@@ -56,15 +56,28 @@ class CPUAccumulator:
         # The header counts decide the hierarchy, as in newCPUAccumulator.
         self.numa_first = topo.num_sockets >= topo.num_numa_nodes
         self.packed = cpu_sorting_strategy == CPU_SORTING_STRATEGY_PACKED
-        keys = [self._idx.keys[cpu] for cpu in self.free]
-        self._numa: dict[int, int] = Counter(n for n, _, _, _ in keys)
-        self._socket: dict[int, int] = Counter(s for _, s, _, _ in keys)
-        self._core: dict[int, int] = Counter(c for _, _, c, _ in keys)
-        self._uncore: dict[int, int] = Counter(u for _, _, _, u in keys)
-        self._numa_socket: dict[tuple[int, int], int] = Counter((n, s) for n, s, _, _ in keys)
-        self._socket_core: dict[tuple[int, int], int] = Counter((s, c) for _, s, c, _ in keys)
-        self._numa_core: dict[tuple[int, int], int] = Counter((n, c) for n, _, c, _ in keys)
-        self._numa_uncore: dict[tuple[int, int], int] = Counter((n, u) for n, _, _, u in keys)
+        # Eight counters from one pass over the distinct (numa, socket, core, uncore) keys.
+        numa: dict[int, int] = {}
+        socket: dict[int, int] = {}
+        core: dict[int, int] = {}
+        uncore: dict[int, int] = {}
+        numa_socket: dict[tuple[int, int], int] = {}
+        socket_core: dict[tuple[int, int], int] = {}
+        numa_core: dict[tuple[int, int], int] = {}
+        numa_uncore: dict[tuple[int, int], int] = {}
+        keys = self._idx.keys
+        for (n, s, c, u), k in Counter(keys[cpu] for cpu in self.free).items():
+            numa[n] = numa.get(n, 0) + k
+            socket[s] = socket.get(s, 0) + k
+            core[c] = core.get(c, 0) + k
+            uncore[u] = uncore.get(u, 0) + k
+            numa_socket[n, s] = numa_socket.get((n, s), 0) + k
+            socket_core[s, c] = socket_core.get((s, c), 0) + k
+            numa_core[n, c] = numa_core.get((n, c), 0) + k
+            numa_uncore[n, u] = numa_uncore.get((n, u), 0) + k
+        self._numa, self._socket, self._core, self._uncore = numa, socket, core, uncore
+        self._numa_socket, self._socket_core = numa_socket, socket_core
+        self._numa_core, self._numa_uncore = numa_core, numa_uncore
 
     def _count(self, cpu: int, delta: int) -> None:
         n, s, c, u = self._idx.keys[cpu]
@@ -312,6 +325,11 @@ def _not_enough(num_cpus: int, available: int) -> CPUAllocationError:
 def _take_packed(
     topo: CPUTopology, available: set[int], num_cpus: int, strategy: str, prefer_align_by_uncore_cache: bool
 ) -> set[int]:
+    if num_cpus < 1:
+        # The accumulator would be satisfied at once (allocateCPUs asks for 0 remaining CPUs whenever
+        # the aligned ones sufficed): skip building it.
+        _check_strategy(strategy)
+        return set()
     acc = CPUAccumulator(topo, available, num_cpus, strategy)
     if acc.is_satisfied():
         return acc.result
@@ -424,7 +442,7 @@ def take_by_topology_numa_distributed(
 def _take_distributed(
     topo: CPUTopology, available: set[int], num_cpus: int, group: int, strategy: str, align_by_socket: bool
 ) -> set[int]:
-    if num_cpus % group != 0:
+    if num_cpus % group != 0 or num_cpus < 1:
         return _take_packed(topo, available, num_cpus, strategy, False)
     acc = CPUAccumulator(topo, available, num_cpus, strategy)
     if acc.is_satisfied():

@@ -10,7 +10,7 @@ CPU pools:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 from kubeletemu.bitmask import BitMask, iterate_bitmasks
 from kubeletemu.cpumanager.cpu_assignment import (
@@ -449,9 +449,11 @@ def _numa_of(topology: CPUTopology, cpu: int) -> int:
     return 0 if info is None else info.numa_node_id
 
 
-def _count_by_numa(topology: CPUTopology, cpus: Iterable[int]) -> dict[int, int]:
-    counts: dict[int, int] = {}
-    for cpu in cpus:
-        numa = _numa_of(topology, cpu)
-        counts[numa] = counts.get(numa, 0) + 1
+def _count_by_numa(topology: CPUTopology, cpus: frozenset[int]) -> dict[int, int]:
+    by_numa = topology.cpu_details._index.cpus_by_numa
+    counts = {numa: len(cpus & members) for numa, members in by_numa.items()}
+    # CPUs outside the topology read as the zero CPUInfo: NUMA node 0 (see _numa_of).
+    unknown = len(cpus) - sum(counts.values())
+    if unknown:
+        counts[0] = counts.get(0, 0) + unknown
     return counts

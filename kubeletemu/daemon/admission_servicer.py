@@ -15,14 +15,16 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from typing import Any
+from concurrent.futures import Future
+from typing import Any, TypeVar
 
 import grpc
 
 from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
 from kubeletemu._proto.kubeletemu.v1 import admission_pb2_grpc as pb_grpc
+from kubeletemu.checkpointmanager import CheckpointWriter, deferred_writes
 from kubeletemu.daemon import convert
-from kubeletemu.daemon.errors import serialized, status_for
+from kubeletemu.daemon.errors import abort_for, serialized
 from kubeletemu.daemon.logging import get_logger
 from kubeletemu.daemon.metrics import ALIGNED_NUMA_NODE, KubeletMetrics
 from kubeletemu.emulator import HANDLER_RESOURCE_ALLOCATOR, AdmissionReport, NodeEmulator
@@ -38,6 +40,12 @@ from kubeletemu.topologymanager.scope import SCOPE_CONTAINER
 
 log = get_logger("kubeletemu.admission")
 
+T = TypeVar("T")
+
+# The change was made in memory (later calls see it) but its files did not reach the disk, so a restart
+# would not know it; the error goes on to name the file and the reason.
+STATE_NOT_SAVED = "state not saved, the change holds only until the daemon restarts"
+
 NOT_SHADOWING_MESSAGE = (
     "not in shadow mode: this daemon emulates a node of its own; start it with --shadow (or shadow: true) "
     "beside a kubelet to mirror that kubelet"
@@ -51,6 +59,7 @@ class AdmissionServicer(pb_grpc.AdmissionServicer):
         lock: asyncio.Lock,
         metrics: KubeletMetrics,
         shadow_report: Callable[[], ShadowReport] | None = None,
+        writer: CheckpointWriter | None = None,
     ) -> None:
         # A getter, not the object: a SIGHUP reload (or a shadow refresh) swaps the emulator under the lock.
         self.emulator = emulator
@@ -58,6 +67,8 @@ class AdmissionServicer(pb_grpc.AdmissionServicer):
         self.metrics = metrics
         # Set in shadow mode: the latest report of the mirror.
         self.shadow_report = shadow_report
+        # Set when the daemon makes admissions durable off the event loop (group commit).
+        self.writer = writer
 
     async def Admit(self, request: pb.AdmitRequest, context: grpc.aio.ServicerContext) -> pb.AdmitResponse:
         await self._refuse_in_shadow_mode(context)
@@ -81,14 +92,19 @@ class AdmissionServicer(pb_grpc.AdmissionServicer):
         if self.shadow_report is not None:
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, READ_ONLY_MESSAGE)
 
-    @serialized
-    def _admit(self, request: pb.AdmitRequest, context: Any) -> pb.AdmitResponse:
-        pod = convert.pods_from_source(request.pod)[0]
-        emulator = self.emulator()
-        pins_before = emulator.cm.cpus.pinning_counts()
-        started = time.perf_counter()
-        report = emulator.admit(pod)
-        self._observe(emulator, report, time.perf_counter() - started, pins_before)
+    async def _admit(self, request: pb.AdmitRequest, context: grpc.aio.ServicerContext) -> pb.AdmitResponse:
+        async with self.lock:
+            try:
+                pod = convert.pods_from_source(request.pod)[0]
+                emulator = self.emulator()
+                pins_before = emulator.cm.cpus.pinning_counts()
+                started = time.perf_counter()
+                report, durable = self._change(lambda: emulator.admit(pod))
+                self._observe(emulator, report, time.perf_counter() - started, pins_before)
+            except Exception as err:
+                await abort_for(err, context)
+                raise
+        # Outside the lock: the next admission is decided while this one's files reach the disk.
         log.info(
             "admit",
             pod=f"{pod.namespace}/{pod.name}",
@@ -97,7 +113,9 @@ class AdmissionServicer(pb_grpc.AdmissionServicer):
             reason=report.reason,
             decided_by=report.decided_by,
         )
-        return convert.admit_response(report)
+        response = convert.admit_response(report)
+        await self._await_durable(durable, context)
+        return response
 
     @serialized
     def WouldAdmit(self, request: pb.WouldAdmitRequest, context: Any) -> pb.AdmitResponse:
@@ -116,10 +134,7 @@ class AdmissionServicer(pb_grpc.AdmissionServicer):
         try:
             response = await asyncio.to_thread(_simulate, simulation, node, name, request.png)
         except Exception as err:
-            code = status_for(err)
-            if code is None:
-                raise
-            await context.abort(code, str(err))
+            await abort_for(err, context)
             raise
         log.info(
             "simulate",
@@ -138,11 +153,41 @@ class AdmissionServicer(pb_grpc.AdmissionServicer):
         simulation = parse_live_simulation(request.simulation, live.config, "simulation", dict(request.files))
         return simulation, live.fork(), view.node_name(live.config)
 
-    @serialized
-    def _remove(self, request: pb.RemovePodRequest, context: Any) -> pb.RemovePodResponse:
-        pod = self.emulator().remove(request.uid)
+    async def _remove(
+        self, request: pb.RemovePodRequest, context: grpc.aio.ServicerContext
+    ) -> pb.RemovePodResponse:
+        async with self.lock:
+            try:
+                emulator = self.emulator()
+                pod, durable = self._change(lambda: emulator.remove(request.uid))
+            except Exception as err:
+                await abort_for(err, context)
+                raise
         log.info("remove", pod=f"{pod.namespace}/{pod.name}", uid=pod.uid)
+        await self._await_durable(durable, context)
         return pb.RemovePodResponse(name=pod.name, namespace=pod.namespace, uid=pod.uid)
+
+    def _change(self, change: Callable[[], T]) -> tuple[T, Future[None] | None]:
+        """Run a state change; its checkpoint and registry writes go to the writer as one batch (``None``
+        when there is no writer, and the emulator wrote them itself, or nothing was written)."""
+        if self.writer is None:
+            return change(), None
+        with deferred_writes() as pending:
+            try:
+                result = change()
+            finally:
+                # Even when the change failed part-way: the in-memory state moved, the files follow.
+                durable = self.writer.submit(pending.freeze()) if pending else None
+        return result, durable
+
+    async def _await_durable(self, durable: Future[None] | None, context: grpc.aio.ServicerContext) -> None:
+        if durable is None:
+            return
+        try:
+            await asyncio.wrap_future(durable)
+        except OSError as err:
+            log.error("state not saved", error=str(err))
+            await context.abort(grpc.StatusCode.INTERNAL, f"{STATE_NOT_SAVED}: {err}")
 
     @serialized
     def GetAffinity(self, request: pb.GetAffinityRequest, context: Any) -> pb.GetAffinityResponse:

@@ -38,6 +38,13 @@ def status_for(err: BaseException) -> grpc.StatusCode | None:
     return None
 
 
+async def abort_for(err: Exception, context: grpc.aio.ServicerContext) -> None:
+    """Abort the call with the engine error's status; other errors are left to propagate."""
+    code = status_for(err)
+    if code is not None:
+        await context.abort(code, str(err))
+
+
 def serialized(
     method: Callable[[S, Req, Any], Resp],
 ) -> Callable[[S, Req, grpc.aio.ServicerContext], Awaitable[Resp]]:
@@ -49,10 +56,7 @@ def serialized(
             try:
                 return method(self, request, context)
             except Exception as err:
-                code = status_for(err)
-                if code is None:
-                    raise
-                await context.abort(code, str(err))
-                raise  # abort() raises; this keeps the type checker informed
+                await abort_for(err, context)
+                raise  # not an engine error (abort() raises for those)
 
     return handler

@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import grpc
+import uvloop
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
@@ -34,6 +35,7 @@ from hostprobe.sample import write_sample_tree
 from kubeletemu._proto.kubeletemu.v1 import admission_pb2, admission_pb2_grpc
 from kubeletemu._proto.podresources.v1 import api_pb2 as podresources_v1
 from kubeletemu._proto.podresources.v1 import api_pb2_grpc as podresources_v1_grpc
+from kubeletemu.checkpointmanager import CheckpointWriter
 from kubeletemu.config import Config, load_config
 from kubeletemu.daemon import sdnotify
 from kubeletemu.daemon.admission_servicer import AdmissionServicer
@@ -199,6 +201,9 @@ class Daemon:
         self.last_reload_error: str | None = None
         self.shadow: ShadowRunner | None = None
         self.kubelet_client: KubeletPodResourcesClient | None = None
+        # Makes admissions and removals durable off the event loop (group commit); not in shadow mode,
+        # which writes nothing.
+        self.writer: CheckpointWriter | None = None
 
     # ---- start-up ---------------------------------------------------------------------------------
 
@@ -276,6 +281,8 @@ class Daemon:
         # Off the event loop: pyroute2 (live NIC listing) runs its own asyncio loop for its sync API.
         await asyncio.to_thread(self.load)
         rt = self.runtime
+        if self.shadow is None:
+            self.writer = CheckpointWriter()
         server = grpc.aio.server(
             options=[
                 ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
@@ -289,6 +296,7 @@ class Daemon:
                 self.lock,
                 self.metrics,
                 shadow_report=None if shadow is None else (lambda: shadow.report),
+                writer=self.writer,
             ),
             server,
         )
@@ -377,6 +385,8 @@ class Daemon:
                 sdnotify.ready(f"reloaded at {time.strftime('%H:%M:%S')}")
                 return True
             async with self.lock:
+                if self.writer is not None:  # the state directory as the answered calls left it
+                    await asyncio.wrap_future(self.writer.drain())
                 await asyncio.to_thread(_trial_build, config, self.machine, runtime.state_dir)
                 self.emulator = build_emulator(config, self.machine, runtime.state_dir)
                 self.runtime = runtime
@@ -403,12 +413,17 @@ class Daemon:
         if self.podresources is not None:
             stopping.append(self.podresources.stop(self.runtime.grace_period))
         await asyncio.gather(*stopping)
+        writes: dict[str, int] = {}
+        if self.writer is not None:
+            await asyncio.to_thread(self.writer.close)
+            # How well group commit worked: batches answered per disk pass.
+            writes = {"state_batches": self.writer.batches_written, "state_passes": self.writer.passes}
         if self.metrics_server is not None:
             self.metrics_server.close()
         for path in (self.runtime.socket, self.runtime.podresources_socket):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
-        log.info("stopped")
+        log.info("stopped", **writes)
 
 
 def _bind_unix(server: grpc.aio.Server, path: str) -> None:
@@ -428,5 +443,7 @@ def _bind_unix(server: grpc.aio.Server, path: str) -> None:
 
 
 def serve(options: ServeOptions) -> int:
-    """Run the daemon until SIGTERM/SIGINT; raises ``StartupError`` when it cannot start."""
-    return asyncio.run(Daemon(options).run())
+    """Run the daemon until SIGTERM/SIGINT; raises ``StartupError`` when it cannot start.
+
+    On uvloop: its libuv loop costs a gRPC round trip ~0.1 ms less than asyncio's default loop."""
+    return uvloop.run(Daemon(options).run())

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kubeletemu.cpumanager import (
     CheckpointError,
@@ -22,6 +24,7 @@ from kubeletemu.cpumanager.state import (
     CPUManagerCheckpointV1,
     load_checkpoint,
 )
+from kubeletemu.cpumanager.state.checkpoint import go_json_string, go_json_string_escaped
 from kubeletemu.quantity import Quantity
 from tests.cpumanager.helpers import FixedStore
 
@@ -210,3 +213,17 @@ def test_state_directory_is_created(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("")
     with pytest.raises(StateError, match="failed to initialize checkpoint manager"):
         CheckpointState(tmp_path / "file" / "sub", "none")
+
+
+@given(st.text(alphabet=st.characters(exclude_categories=()), max_size=40))
+@settings(max_examples=400, deadline=None)
+def test_go_json_string_fast_path_agrees_with_the_escaper(text: str) -> None:
+    # Verbatim copying is only a shortcut: every string encodes as the character-by-character escaper does.
+    assert go_json_string(text) == go_json_string_escaped(text)
+
+
+def test_go_json_string_escapes_like_encoding_json() -> None:
+    assert go_json_string("uid-1") == '"uid-1"'
+    assert go_json_string('a"b\\c') == '"a\\"b\\\\c"'
+    assert go_json_string("<&>\u2028\x01\t") == '"\\u003c\\u0026\\u003e\\u2028\\u0001\\t"'
+    assert go_json_string("\ud800") == '"\\ufffd"'

@@ -17,6 +17,7 @@ A checksum of 0 is accepted as "none" (the old file backend wrote none).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -71,9 +72,19 @@ def spew_dump_v1(policy_name: str, default_cpu_set: str, entries: Mapping[str, s
 
 # -- Go encoding/json ---------------------------------------------------------------------------------
 
+# What go_json_string escapes or replaces; text without any of it is copied verbatim.
+_GO_JSON_ESCAPED = re.compile(r'[\x00-\x1f"\\<>&\u2028\u2029\ud800-\udfff]')
+
 
 def go_json_string(text: str) -> str:
     """``encoding/json`` string encoding: HTML-safe escapes, U+2028/2029 escaped, UTF-8 kept."""
+    if _GO_JSON_ESCAPED.search(text) is None:  # the usual UIDs, names and CPU lists
+        return f'"{text}"'
+    return go_json_string_escaped(text)
+
+
+def go_json_string_escaped(text: str) -> str:
+    """``go_json_string`` character by character (the path for text that needs escapes)."""
     out = ['"']
     for char in text:
         code = ord(char)
