@@ -93,9 +93,13 @@ class AdmissionServicer(pb_grpc.AdmissionServicer):
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, READ_ONLY_MESSAGE)
 
     async def _admit(self, request: pb.AdmitRequest, context: grpc.aio.ServicerContext) -> pb.AdmitResponse:
+        try:
+            pod = convert.pods_from_source(request.pod)[0]
+        except Exception as err:
+            await abort_for(err, context)
+            raise
         async with self.lock:
             try:
-                pod = convert.pods_from_source(request.pod)[0]
                 emulator = self.emulator()
                 pins_before = emulator.cm.cpus.pinning_counts()
                 started = time.perf_counter()
