@@ -18,6 +18,7 @@ from kubeletemu.checkpointmanager import (
     deferred_writes,
     fnv32a,
     remove_file,
+    remove_stale_temporaries,
     write_batch,
     write_file_atomic,
 )
@@ -154,3 +155,14 @@ def test_writer_close_writes_what_is_queued(tmp_path: Path) -> None:
     writer.close()
     assert all(f.done() and f.exception() is None for f in futures)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"f{i}" for i in range(20))
+
+
+def test_stale_temporaries_are_removed_and_nothing_else(tmp_path: Path) -> None:
+    (tmp_path / "pods").mkdir()
+    stale = [tmp_path / ".cpu_manager_state.4242.7.tmp", tmp_path / "pods" / ".uid-a.json.4242.8.tmp"]
+    kept = [tmp_path / "cpu_manager_state", tmp_path / "pods" / "uid-a.json", tmp_path / ".notes.tmp"]
+    for path in stale + kept:
+        path.write_bytes(b"x")
+    assert remove_stale_temporaries(tmp_path) == sorted(stale)
+    assert all(p.exists() for p in kept) and not any(p.exists() for p in stale)
+    assert remove_stale_temporaries(tmp_path / "missing") == []

@@ -9,6 +9,7 @@ from kubeletemu.checkpointmanager.files import (
     batched_writes,
     deferred_writes,
     remove_file,
+    remove_stale_temporaries,
     write_batch,
     write_file_atomic,
 )
@@ -24,6 +25,7 @@ __all__ = [
     "deferred_writes",
     "fnv32a",
     "remove_file",
+    "remove_stale_temporaries",
     "write_batch",
     "write_file_atomic",
 ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import re
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -25,6 +26,8 @@ Op = tuple[bytes, int] | None
 _pending: ContextVar[PendingWrites | None] = ContextVar("pending_checkpoints", default=None)
 # Temporary names unique within the process; the pid keeps two processes apart.
 _sequence = itertools.count()
+# ".<name>.<pid>.<sequence>.tmp": what _write creates and renames away.
+_TEMPORARY = re.compile(r"\..+\.[0-9]+\.[0-9]+\.tmp")
 _OPEN_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
 
 
@@ -153,3 +156,16 @@ def _write(path: Path, data: bytes, mode: int) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def remove_stale_temporaries(directory: Path) -> list[Path]:
+    """Delete the temporary files a killed writer left under ``directory`` (a write interrupted between
+    creating its temporary file and renaming it); only the owner of the directory may call this, at
+    start-up, before writing. Returns what was removed."""
+    removed = []
+    for path in sorted(directory.rglob(".*.tmp")) if directory.is_dir() else []:
+        if _TEMPORARY.fullmatch(path.name) and path.is_file():
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+                removed.append(path)
+    return removed

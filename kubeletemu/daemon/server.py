@@ -35,7 +35,7 @@ from hostprobe.sample import write_sample_tree
 from kubeletemu._proto.kubeletemu.v1 import admission_pb2, admission_pb2_grpc
 from kubeletemu._proto.podresources.v1 import api_pb2 as podresources_v1
 from kubeletemu._proto.podresources.v1 import api_pb2_grpc as podresources_v1_grpc
-from kubeletemu.checkpointmanager import CheckpointWriter
+from kubeletemu.checkpointmanager import CheckpointWriter, remove_stale_temporaries
 from kubeletemu.config import Config, load_config
 from kubeletemu.daemon import sdnotify
 from kubeletemu.daemon.admission_servicer import AdmissionServicer
@@ -237,6 +237,10 @@ class Daemon:
         if rt.shadow:
             self._load_shadow(config)
             return
+        # A kill between a temporary file's creation and its rename leaves it behind; nothing reads it.
+        stale = remove_stale_temporaries(Path(rt.state_dir))
+        if stale:
+            log.info("removed interrupted writes", files=[str(p) for p in stale])
         try:
             self.emulator = build_emulator(config, self.machine, rt.state_dir)
         except Exception as err:

@@ -292,7 +292,12 @@ def test_kill_9_during_admissions_leaks_and_doubles_nothing(make_daemon: MakeDae
     _wait_for(lambda: len(listed(daemon)) >= 8, timeout=20)
     daemon.stop(signal.SIGKILL)
     client.wait(timeout=20)
+    # As a kill between creating a temporary file and renaming it leaves one: start-up removes it.
+    interrupted = daemon.state_dir / ".cpu_manager_state.99999.0.tmp"
+    interrupted.write_text('{"policyName":"static"')
     daemon.start()
+    assert not interrupted.exists()
+    assert "removed interrupted writes" in daemon.log.read_text()
     pods = listed(daemon)
     cpus = [cpu for _, ids in pods for cpu in ids]
     assert len(cpus) == len(set(cpus)), "a CPU was given twice"
