@@ -16,6 +16,7 @@ from kubeletemu.checkpointmanager import (
     WriterClosedError,
     batched_writes,
     deferred_writes,
+    files,
     fnv32a,
     remove_file,
     remove_stale_temporaries,
@@ -166,3 +167,14 @@ def test_stale_temporaries_are_removed_and_nothing_else(tmp_path: Path) -> None:
     assert remove_stale_temporaries(tmp_path) == sorted(stale)
     assert all(p.exists() for p in kept) and not any(p.exists() for p in stale)
     assert remove_stale_temporaries(tmp_path / "missing") == []
+
+
+def test_a_leftover_temporary_with_our_pid_does_not_block_writes(tmp_path: Path) -> None:
+    # A killed process whose pid we now have left the names our next writes would take.
+    upcoming = next(files._sequence) + 1
+    leftovers = [tmp_path / f".state.{os.getpid()}.{n}.tmp" for n in range(upcoming, upcoming + 3)]
+    for path in leftovers:
+        path.write_bytes(b"torn")
+    write_file_atomic(tmp_path / "state", b"whole")
+    assert (tmp_path / "state").read_bytes() == b"whole"
+    assert all(p.read_bytes() == b"torn" for p in leftovers)

@@ -136,12 +136,7 @@ def _write(path: Path, data: bytes, mode: int) -> None:
         raise TypeError(f"checkpoint content must be bytes, not {type(data).__name__}")
     target = os.fspath(path)
     directory, name = os.path.split(target)
-    tmp = os.path.join(directory, f".{name}.{os.getpid()}.{next(_sequence)}.tmp")
-    try:
-        fd = os.open(tmp, _OPEN_FLAGS, mode)
-    except FileNotFoundError:
-        os.makedirs(directory, exist_ok=True)
-        fd = os.open(tmp, _OPEN_FLAGS, mode)
+    fd, tmp = _create_temporary(directory, name, mode)
     try:
         try:
             view = memoryview(data)
@@ -156,6 +151,21 @@ def _write(path: Path, data: bytes, mode: int) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _create_temporary(directory: str, name: str, mode: int) -> tuple[int, str]:
+    """A new temporary file beside the target. A name can already exist if a killed process with the
+    same pid left it behind: that one is skipped (and left to ``remove_stale_temporaries``)."""
+    while True:
+        tmp = os.path.join(directory, f".{name}.{os.getpid()}.{next(_sequence)}.tmp")
+        try:
+            return os.open(tmp, _OPEN_FLAGS, mode), tmp
+        except FileExistsError:
+            continue
+        except FileNotFoundError:
+            os.makedirs(directory, exist_ok=True)
+            with contextlib.suppress(FileExistsError):
+                return os.open(tmp, _OPEN_FLAGS, mode), tmp
 
 
 def remove_stale_temporaries(directory: Path) -> list[Path]:
