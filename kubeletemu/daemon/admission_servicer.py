@@ -24,7 +24,7 @@ from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
 from kubeletemu._proto.kubeletemu.v1 import admission_pb2_grpc as pb_grpc
 from kubeletemu.checkpointmanager import CheckpointWriter, deferred_writes
 from kubeletemu.daemon import convert
-from kubeletemu.daemon.errors import abort_for, serialized
+from kubeletemu.daemon.errors import engine_errors, serialized
 from kubeletemu.daemon.logging import get_logger
 from kubeletemu.daemon.metrics import ALIGNED_NUMA_NODE, KubeletMetrics
 from kubeletemu.emulator import HANDLER_RESOURCE_ALLOCATOR, AdmissionReport, NodeEmulator
@@ -93,21 +93,14 @@ class AdmissionServicer(pb_grpc.AdmissionServicer):
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, READ_ONLY_MESSAGE)
 
     async def _admit(self, request: pb.AdmitRequest, context: grpc.aio.ServicerContext) -> pb.AdmitResponse:
-        try:
+        async with engine_errors(context):
             pod = convert.pods_from_source(request.pod)[0]
-        except Exception as err:
-            await abort_for(err, context)
-            raise
-        async with self.lock:
-            try:
-                emulator = self.emulator()
-                pins_before = emulator.cm.cpus.pinning_counts()
-                started = time.perf_counter()
-                report, durable = self._change(lambda: emulator.admit(pod))
-                self._observe(emulator, report, time.perf_counter() - started, pins_before)
-            except Exception as err:
-                await abort_for(err, context)
-                raise
+        async with self.lock, engine_errors(context):
+            emulator = self.emulator()
+            pins_before = emulator.cm.cpus.pinning_counts()
+            started = time.perf_counter()
+            report, durable = self._change(lambda: emulator.admit(pod))
+            self._observe(emulator, report, time.perf_counter() - started, pins_before)
         # Outside the lock: the next admission is decided while this one's files reach the disk.
         log.info(
             "admit",
@@ -135,11 +128,8 @@ class AdmissionServicer(pb_grpc.AdmissionServicer):
         admissions nor stall the event loop, where health checks and the systemd watchdog run."""
         simulation, node, name = await self._fork_for_simulation(request, context)
         started = time.perf_counter()
-        try:
+        async with engine_errors(context):
             response = await asyncio.to_thread(_simulate, simulation, node, name, request.png)
-        except Exception as err:
-            await abort_for(err, context)
-            raise
         log.info(
             "simulate",
             configurations=len(simulation.matrix.configurations(node.config)),
@@ -160,13 +150,9 @@ class AdmissionServicer(pb_grpc.AdmissionServicer):
     async def _remove(
         self, request: pb.RemovePodRequest, context: grpc.aio.ServicerContext
     ) -> pb.RemovePodResponse:
-        async with self.lock:
-            try:
-                emulator = self.emulator()
-                pod, durable = self._change(lambda: emulator.remove(request.uid))
-            except Exception as err:
-                await abort_for(err, context)
-                raise
+        async with self.lock, engine_errors(context):
+            emulator = self.emulator()
+            pod, durable = self._change(lambda: emulator.remove(request.uid))
         log.info("remove", pod=f"{pod.namespace}/{pod.name}", uid=pod.uid)
         await self._await_durable(durable, context)
         return pb.RemovePodResponse(name=pod.name, namespace=pod.namespace, uid=pod.uid)

@@ -4,8 +4,9 @@ NOT_FOUND, each with the engine's one-line reason; the state is unchanged in eve
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Protocol, TypeVar
 
 import grpc
@@ -38,11 +39,16 @@ def status_for(err: BaseException) -> grpc.StatusCode | None:
     return None
 
 
-async def abort_for(err: Exception, context: grpc.aio.ServicerContext) -> None:
-    """Abort the call with the engine error's status; other errors are left to propagate."""
-    code = status_for(err)
-    if code is not None:
-        await context.abort(code, str(err))
+@contextlib.asynccontextmanager
+async def engine_errors(context: grpc.aio.ServicerContext) -> AsyncIterator[None]:
+    """Abort the call with the status of an engine error raised in the block; other errors propagate."""
+    try:
+        yield
+    except Exception as err:
+        code = status_for(err)
+        if code is not None:
+            await context.abort(code, str(err))
+        raise
 
 
 def serialized(
@@ -52,11 +58,7 @@ def serialized(
 
     @functools.wraps(method)
     async def handler(self: S, request: Req, context: grpc.aio.ServicerContext) -> Resp:
-        async with self.lock:
-            try:
-                return method(self, request, context)
-            except Exception as err:
-                await abort_for(err, context)
-                raise  # not an engine error (abort() raises for those)
+        async with self.lock, engine_errors(context):
+            return method(self, request, context)
 
     return handler

@@ -4,7 +4,8 @@ Restoring follows ``NewCheckpointState``: a missing file is created; an existing
 V1 migrated), its policy name must match the configured one and its cpusets must parse; any failure is
 the kubelet's "could not restore state from checkpoint: ..., please drain this node and delete the CPU
 manager checkpoint file ... before restarting Kubelet". Every change is written back at once, atomically
-(temporary file in the same directory, fsync, rename, fsync of the directory).
+(temporary file in the same directory, fsync, rename; the directory is not fsynced, as the kubelet's
+file store does not).
 
 The pod-level sets of ``PodLevelResourceManagers`` live in memory only: the kubelet's on-disk key for
 them is not settled upstream, so the file stays in the V2 format every kubelet reads.
