@@ -285,6 +285,19 @@ class ContainerManager:
         self.memory.remove_stale_state()
         self.devices.update_allocated_devices()
 
+    def pods_with_state(self) -> dict[str, list[str]]:
+        """Pod UID -> which checkpoints hold something for it (``cpu``, ``memory``, ``devices``)."""
+        held: dict[str, list[str]] = {}
+        sources = (
+            ("cpu", self.cpus.get_assignments()),
+            ("memory", self.memory.state.get_memory_assignments()),
+            ("devices", self.devices.pod_devices.pods()),
+        )
+        for what, uids in sources:
+            for uid in uids:
+                held.setdefault(uid, []).append(what)
+        return held
+
     def restore_affinity(self, pod: Pod, container: str, hint: TopologyHint) -> None:
         self.topology.scope.set_topology_hints(pod.uid, container, hint)
 

@@ -46,6 +46,21 @@ class PodNotFoundError(EmulatorError):
     pass
 
 
+# What start-up did to a pod it could not restore as saved (``StartupRepair.action``).
+REPAIR_DROPPED = "dropped"  # a registered pod whose admission was never answered
+REPAIR_RELEASED = "released"  # allocations of a UID no admitted pod has
+
+
+@dataclass(frozen=True)
+class StartupRepair:
+    """One pod start-up did not restore as saved, and why; the daemon logs and counts each."""
+
+    uid: str
+    pod: str  # namespace/name, "" when only the checkpoints know the UID
+    action: str
+    reason: str
+
+
 @dataclass(frozen=True)
 class AdmissionReport:
     pod: Pod
@@ -77,25 +92,52 @@ class NodeEmulator:
         self.cm = ContainerManager(config, machine, state_dir=self.state_dir, active_pods=self.registry.uids)
         self.allocatable = self._node_allocatable()
         self.predicate = self._predicate_handler()
-        self.dropped_at_startup = self._reconcile()
+        self.startup_repairs = self._reconcile()
         for entry in self.registry:
             for name, hint in entry.affinity.items():
                 self.cm.restore_affinity(entry.pod, name, hint)
 
-    def _reconcile(self) -> list[str]:
+    @property
+    def dropped_at_startup(self) -> list[str]:
+        """UIDs of the registered pods start-up dropped."""
+        return [r.uid for r in self.startup_repairs if r.action == REPAIR_DROPPED]
+
+    def _reconcile(self) -> list[StartupRepair]:
         """After a crash: a registered pod whose checkpoints lack what its file records was never
         answered (its files were being written together) and is dropped; allocations of pods the
-        registry does not name are stale. Returns the UIDs dropped from the registry."""
-        dropped = []
+        registry does not name are stale and released, as the kubelet's stale-state removal releases
+        them. Returns what was done, pod by pod."""
+        repairs = []
         for entry in self.registry:
             held = {
                 c.name: allocation_record(self.cm.describe(entry.pod, c)) for c in entry.pod.all_containers()
             }
             if held != entry.allocations:
                 self.registry.remove(entry.pod.uid)
-                dropped.append(entry.pod.uid)
+                differing = sorted(
+                    n
+                    for n in held.keys() | entry.allocations.keys()
+                    if held.get(n) != entry.allocations.get(n)
+                )
+                repairs.append(
+                    StartupRepair(
+                        entry.pod.uid,
+                        f"{entry.pod.namespace}/{entry.pod.name}",
+                        REPAIR_DROPPED,
+                        "its admission was never answered: the checkpoints do not hold what its registry "
+                        f"file records (container(s) {', '.join(differing)})",
+                    )
+                )
+        registered = set(self.registry.uids())
+        for uid, what in sorted(self.cm.pods_with_state().items()):
+            if uid not in registered:
+                reason = (
+                    f"the {', '.join(what)} checkpoint(s) hold allocations for it but no admitted pod has "
+                    "this UID (an admission interrupted before its answer, or a removal before its files)"
+                )
+                repairs.append(StartupRepair(uid, "", REPAIR_RELEASED, reason))
         self.cm.remove_stale_state(self.registry.pods())
-        return dropped
+        return repairs
 
     # ---- admission --------------------------------------------------------------------------------
 
@@ -136,15 +178,21 @@ class NodeEmulator:
                 fork.cm.topology.scope.set_topology_hints(uid, name, hint)
         fork.allocatable = self.allocatable
         fork.predicate = fork._predicate_handler()  # its own: the handler caches per-pod requests
-        fork.dropped_at_startup = []
+        fork.startup_repairs = []
         return fork
 
     def _check_new(self, pod: Pod) -> None:
-        if pod.uid in self.registry:
-            existing = self.registry.get(pod.uid)
-            assert existing is not None
+        """One pod per UID and one per namespace/name, as the API server guarantees a kubelet."""
+        existing = self.registry.get(pod.uid)
+        if existing is not None:
             raise PodExistsError(
                 f'pod UID "{pod.uid}" is already admitted (as {existing.pod.namespace}/{existing.pod.name})'
+            )
+        existing = self.registry.by_name(pod.namespace, pod.name)
+        if existing is not None:
+            raise PodExistsError(
+                f'pod {pod.namespace}/{pod.name} is already admitted with UID "{existing.pod.uid}"; '
+                f'this one has UID "{pod.uid}": remove the admitted pod first'
             )
 
     def _node_allocatable(self) -> NodeAllocatable:

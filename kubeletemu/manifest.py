@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import math
 import sys
-import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
@@ -37,7 +36,14 @@ from typing import Any
 
 from kubeletemu.config import fields, validation
 from kubeletemu.golang import go_quote
-from kubeletemu.pod import RESTART_POLICY_ALWAYS, Container, Pod, ResourceList, ResourceRequirements
+from kubeletemu.pod import (
+    RESTART_POLICY_ALWAYS,
+    Container,
+    Pod,
+    ResourceList,
+    ResourceRequirements,
+    derived_uid,
+)
 from kubeletemu.quantity import Quantity, QuantityError
 
 API_VERSION = "v1"
@@ -197,7 +203,12 @@ def _pod(ctx: _Context, obj: Mapping[str, Any], pod_level_resources: bool) -> Po
         if problems := validation.dns1123_label(namespace):
             raise ctx.error("metadata.namespace", _invalid(namespace, problems[0]))
     uid = metadata.get("uid")
-    uid = str(uuid.uuid4()) if uid in (None, "") else fields.scalar_text(ctx, "metadata.uid", uid)
+    # Without one, the UID the namespace/name stands for: admitting one manifest twice is one pod.
+    uid = (
+        derived_uid(namespace, ctx.name)
+        if uid in (None, "")
+        else fields.scalar_text(ctx, "metadata.uid", uid)
+    )
 
     spec = fields.mapping(ctx, "spec", obj.get("spec"))
     raw_init = fields.sequence(ctx, "spec.initContainers", spec.get("initContainers"))

@@ -6,6 +6,7 @@ API server's defaulting does before the kubelet ever sees the pod).
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -14,10 +15,20 @@ from types import MappingProxyType
 from kubeletemu.quantity import Quantity
 
 RESTART_POLICY_ALWAYS = "Always"
+# The namespace of UIDs derived from a pod's namespace and name (any fixed UUID would do; this one must
+# never change, or pods admitted before the change would get new UIDs when re-read).
+DERIVED_UID_NAMESPACE = uuid.UUID("6c1e3f5e-8d7a-5b43-9a56-2f0d3c4b7e11")
 _QOS_RESOURCES = ("cpu", "memory")
 
 ResourceList = Mapping[str, Quantity]
 _EMPTY: ResourceList = MappingProxyType({})
+
+
+def derived_uid(namespace: str, name: str) -> str:
+    """A stable UID for a pod known only by namespace and name: a manifest without ``metadata.uid``, or a
+    pod the podresources API lists (it carries no UIDs). The API server gives one namespace/name one UID at
+    a time; deriving it keeps that: the same manifest admitted twice is the same pod."""
+    return str(uuid.uuid5(DERIVED_UID_NAMESPACE, f"{namespace}/{name}"))
 
 
 class QOSClass(StrEnum):

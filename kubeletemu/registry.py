@@ -47,6 +47,10 @@ class PodRegistry:
     def __init__(self, directory: Path | None) -> None:
         self.directory = directory
         self._pods: dict[str, AdmittedPod] = {}
+        # namespace/name -> UID: a node holds one pod per namespace/name, as the API server guarantees.
+        self._names: dict[tuple[str, str], str] = {}
+        # namespace/name held by more than one restored pod (state written by an earlier version).
+        self.duplicate_names: list[str] = []
         self._next = 1
         if directory is not None and directory.exists():
             self._load(directory)
@@ -63,6 +67,10 @@ class PodRegistry:
     def get(self, uid: str) -> AdmittedPod | None:
         return self._pods.get(uid)
 
+    def by_name(self, namespace: str, name: str) -> AdmittedPod | None:
+        uid = self._names.get((namespace, name))
+        return None if uid is None else self._pods[uid]
+
     def uids(self) -> list[str]:
         return list(self._pods)
 
@@ -76,9 +84,13 @@ class PodRegistry:
             body = json.dumps(_encode(entry), sort_keys=True).encode()
             write_file_atomic(self._file(entry.pod.uid), body, mode=0o600)
         self._pods[entry.pod.uid] = entry
+        self._names[(entry.pod.namespace, entry.pod.name)] = entry.pod.uid
 
     def remove(self, uid: str) -> AdmittedPod:
         entry = self._pods.pop(uid)
+        key = (entry.pod.namespace, entry.pod.name)
+        if self._names.get(key) == uid:
+            del self._names[key]
         if self.directory is not None:
             remove_file(self._file(uid))
         return entry
@@ -99,6 +111,13 @@ class PodRegistry:
                 raise RegistryError(f"{path}: corrupt pod registry entry: {err}") from None
         for entry in sorted(entries, key=lambda e: e.sequence):
             self._pods[entry.pod.uid] = entry
+            key = (entry.pod.namespace, entry.pod.name)
+            if key in self._names:
+                # Written before pods without a UID got a derived one: both hold allocations, so both
+                # stay; the name answers for the earlier one.
+                self.duplicate_names.append(f"{key[0]}/{key[1]}")
+            else:
+                self._names[key] = entry.pod.uid
         self._next = max((e.sequence for e in entries), default=0) + 1
 
 

@@ -190,12 +190,18 @@ def test_several_documents_and_empty_ones() -> None:
     assert parse_pods("apiVersion: v1\nkind: List\nitems: []\n") == []
 
 
-def test_namespace_defaults_and_uid_is_generated() -> None:
+def test_namespace_defaults_and_uid_is_derived_from_namespace_and_name() -> None:
     text = "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: {containers: [{name: c}]}\n"
     first, second = one(text), one(text)
     assert first.namespace == "default"
-    assert uuid.UUID(first.uid).version == 4
-    assert first.uid != second.uid
+    # The same manifest is the same pod: a UUIDv5 of namespace/name, stable across calls and processes.
+    assert uuid.UUID(first.uid).version == 5
+    assert first.uid == second.uid == "690293cb-8551-556f-990d-2d37d8d86d1e"
+    other_ns = one(text.replace("{name: web}", "{name: web, namespace: prod}"))
+    other_name = one(text.replace("{name: web}", "{name: web2}"))
+    assert len({first.uid, other_ns.uid, other_name.uid}) == 3
+    given = one(text.replace("{name: web}", "{name: web, uid: 1234}"))
+    assert given.uid == "1234"
 
 
 def test_phase_defaults_to_pending() -> None:

@@ -24,6 +24,7 @@ from kubeletemu.cpumanager.errors import (
     TopologyError,
 )
 from kubeletemu.cpumanager.manager import POLICY_NAMES, CPUManager, new_manager
+from kubeletemu.cpumanager.metrics import CPUManagerGauges, CPUManagerMetrics
 from kubeletemu.cpumanager.pod_requests import RequestCalculator
 from kubeletemu.cpumanager.policy import Policy
 from kubeletemu.cpumanager.policy_none import POLICY_NONE, NonePolicy
@@ -69,6 +70,8 @@ __all__ = [
     "CPUInfo",
     "CPUManager",
     "CPUManagerError",
+    "CPUManagerGauges",
+    "CPUManagerMetrics",
     "CPUSet",
     "CPUSetError",
     "CPUTopology",

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 
 from kubeletemu.cpumanager.cpuset import CPUSet
 from kubeletemu.cpumanager.errors import CPUManagerError
+from kubeletemu.cpumanager.metrics import CPUManagerMetrics
 from kubeletemu.cpumanager.policy import Policy
 from kubeletemu.cpumanager.policy_none import POLICY_NONE, NonePolicy
 from kubeletemu.cpumanager.policy_static import POLICY_STATIC, StaticPolicy
@@ -79,9 +80,18 @@ class CPUManager:
         with self._lock:
             self.policy.allocate(self.state, pod, container)
 
+    def metrics(self) -> CPUManagerMetrics:
+        """The policy's metric values now: the static policy's counters and gauges; nothing under none,
+        which the kubelet never counts nor sets."""
+        with self._lock:
+            if isinstance(self.policy, StaticPolicy):
+                return self.policy.metrics()
+            return CPUManagerMetrics()
+
     def pinning_counts(self) -> tuple[int, int]:
         """(pinning requests, pinning errors) so far: the static policy's, zero under none."""
-        return getattr(self.policy, "pinning_requests", 0), getattr(self.policy, "pinning_errors", 0)
+        metrics = self.metrics()
+        return metrics.pinning_requests, metrics.pinning_errors
 
     def allocate_pod(self, pod: Pod) -> None:
         with self._lock:

@@ -27,6 +27,12 @@ from kubeletemu.cpumanager.errors import (
     SMTAlignmentError,
     StateError,
 )
+from kubeletemu.cpumanager.metrics import (
+    CPUManagerGauges,
+    CPUManagerMetrics,
+    aligned_at_uncore_cache,
+    gauges_from_state,
+)
 from kubeletemu.cpumanager.pod_requests import RequestCalculator
 from kubeletemu.cpumanager.policy_options import StaticPolicyOptions, validate_static_policy_options
 from kubeletemu.cpumanager.state.state import State
@@ -60,9 +66,16 @@ class StaticPolicy:
         self.cpu_group_size = topology.cpus_per_core()
         # podUID -> CPUs of its finished init containers, reusable by the next containers of that pod.
         self.cpus_to_reuse: dict[str, CPUSet] = {}
-        # Containers that asked for exclusive CPUs, and those whose allocation failed.
+        # The kubelet's CPU manager metrics (see kubeletemu.cpumanager.metrics): counters since the policy
+        # was built, gauges as updateMetricsFromState last set them (None until Start).
         self.pinning_requests = 0
         self.pinning_errors = 0
+        self.aligned_physical_cpu = 0
+        self.aligned_physical_cpu_failures = 0
+        self.aligned_uncore_cache = 0
+        self.gauges: CPUManagerGauges | None = None
+        # The NUMA nodes the per-NUMA gauge is set for, fixed for the policy's life as in the kubelet.
+        self.numa_nodes = tuple(topology.cpu_details.numa_nodes().list())
 
         all_cpus = topology.cpu_details.cpus()
         if reserved_cpus is not None and reserved_cpus.size() > 0:
@@ -99,7 +112,40 @@ class StaticPolicy:
     # -- start ---------------------------------------------------------------------------------------
 
     def start(self, state: State) -> None:
+        """``Start``: validate (or initialise) the state; ``initializeMetrics`` then sets the gauges."""
         self.validate_state(state)
+        self.update_metrics_from_state(state)
+
+    # -- metrics ---------------------------------------------------------------------------------------
+
+    def update_metrics_from_state(self, state: State) -> None:
+        """``updateMetricsFromState``: the gauges recomputed from the state (called where the kubelet calls
+        it: start, fresh allocations, releases). Pod-level CPU sets count only with
+        ``PodLevelResourceManagers``."""
+        exclusive = [
+            cpus for containers in state.get_cpu_assignments().values() for cpus in containers.values()
+        ]
+        if self.requests.pod_level_resource_managers:
+            exclusive += state.get_pod_cpu_assignments().values()
+        self.gauges = gauges_from_state(
+            self.topology, self.numa_nodes, self.get_available_cpus(state), exclusive
+        )
+
+    def _count_allocation(self, cpus: CPUSet) -> None:
+        """``updateMetricsOnAllocate``'s counter: a fresh allocation within one uncore cache."""
+        if aligned_at_uncore_cache(self.topology, cpus):
+            self.aligned_uncore_cache += 1
+
+    def metrics(self) -> CPUManagerMetrics:
+        return CPUManagerMetrics(
+            static=self.gauges is not None,
+            pinning_requests=self.pinning_requests,
+            pinning_errors=self.pinning_errors,
+            aligned_physical_cpu=self.aligned_physical_cpu,
+            aligned_physical_cpu_failures=self.aligned_physical_cpu_failures,
+            aligned_uncore_cache=self.aligned_uncore_cache,
+            gauges=self.gauges,
+        )
 
     def validate_state(self, state: State) -> None:
         """``validateState``: initialise an empty state, or check a restored one is consistent."""
@@ -212,21 +258,27 @@ class StaticPolicy:
     def allocate(self, state: State, pod: Pod, container: Container) -> None:
         """``Allocate``: reuse a restored assignment, else allocate aligned to the merged hint.
 
-        Counts pinning requests and errors as the kubelet's ``cpu_manager_pinning_*_total`` do.
+        Counted as the kubelet counts: a pinning request once the container qualifies (after the
+        pod-level-resources skip), a pinning error when it fails; with ``full-pcpus-only`` a
+        ``physical_cpu`` alignment success or failure, whichever it is.
         """
         num_cpus = self.requests.guaranteed_cpus(pod, container)
         if num_cpus == 0:
+            return
+        if self.requests.pod_level_unsupported(pod):
             return
         self.pinning_requests += 1
         try:
             self._allocate(state, pod, container, num_cpus)
         except Exception:
             self.pinning_errors += 1
+            if self.options.full_physical_cpus_only:
+                self.aligned_physical_cpu_failures += 1
             raise
+        if self.options.full_physical_cpus_only:
+            self.aligned_physical_cpu += 1
 
     def _allocate(self, state: State, pod: Pod, container: Container, num_cpus: int) -> None:
-        if self.requests.pod_level_unsupported(pod):
-            return
         self._enforce_smt_alignment(state, num_cpus)
         existing = state.get_cpu_set(pod.uid, container.name)
         if existing is not None:
@@ -236,6 +288,8 @@ class StaticPolicy:
         cpus = self.allocate_cpus(state, num_cpus, hint.affinity, self.cpus_to_reuse.get(pod.uid, CPUSet()))
         state.set_cpu_set(pod.uid, container.name, cpus)
         self._update_cpus_to_reuse(pod, container, cpus)
+        self._count_allocation(cpus)
+        self.update_metrics_from_state(state)
 
     def get_aligned_cpus(self, affinity: BitMask, allocatable: CPUSet) -> CPUSet:
         """The allocatable CPUs of the hinted NUMA nodes (of their whole sockets with align-by-socket)."""
@@ -261,7 +315,8 @@ class StaticPolicy:
     def remove_container(self, state: State, pod_uid: str, container_name: str) -> None:
         """``RemoveContainer``: back to the shared pool, except CPUs still held by sibling containers.
 
-        A pod-level bubble is released whole when its last container goes.
+        A pod-level bubble is released whole when its last container goes. The gauges follow each release
+        (a pod-level container that is not the last releases nothing, and the kubelet leaves them).
         """
         released = state.get_cpu_set(pod_uid, container_name)
         if released is None:
@@ -273,9 +328,11 @@ class StaticPolicy:
                 if not state.get_cpu_assignments().get(pod_uid):
                     state.set_default_cpu_set(state.get_default_cpu_set() | pod_cpus)
                     state.delete_pod(pod_uid)
+                    self.update_metrics_from_state(state)
                 return
         in_use = CPUSet().union(*state.get_cpu_assignments().get(pod_uid, {}).values())
         state.set_default_cpu_set(state.get_default_cpu_set() | (released - in_use))
+        self.update_metrics_from_state(state)
 
     def validate_pod_scope_resources(self, pod: Pod) -> str | None:
         """``validatePodScopeResources``: the reason a pod-level budget leaves a needed pool empty."""
@@ -313,10 +370,22 @@ class StaticPolicy:
         return None
 
     def allocate_pod(self, state: State, pod: Pod) -> None:
-        """``AllocatePod``: one CPU bubble for the pod, carved into exclusive and shared slices."""
+        """``AllocatePod``: one CPU bubble for the pod, carved into exclusive and shared slices.
+
+        Counted as the kubelet counts: a pinning request per exclusive container carved out, one pinning
+        error if the call fails (its validation included); the bubble's uncore-cache alignment.
+        """
         total = self.requests.pod_guaranteed_cpus(pod)
         if total == 0:
             return
+        try:
+            self._allocate_pod(state, pod, total)
+        except Exception:
+            self.pinning_errors += 1
+            raise
+        self.update_metrics_from_state(state)
+
+    def _allocate_pod(self, state: State, pod: Pod, total: int) -> None:
         problem = self.validate_pod_scope_resources(pod)
         if problem is not None:
             raise EmptyPodSharedPoolError(problem)
@@ -327,6 +396,7 @@ class StaticPolicy:
         # The pod's hint is read under its first container's name (the scope stored it for each).
         hint = self.affinity.get_affinity(pod.uid, containers[0].name)
         bubble = self.allocate_cpus(state, total, hint.affinity, CPUSet())
+        self._count_allocation(bubble)
         state.set_pod_cpu_set(pod.uid, bubble)
 
         exclusive: dict[str, CPUSet] = {}
@@ -334,6 +404,7 @@ class StaticPolicy:
         for init in pod.init_containers:
             num = self.requests.guaranteed_cpus(pod, init)
             if num > 0:
+                self.pinning_requests += 1
                 cpus = self.take_by_topology(bubble - sidecar_cpus, num)
                 exclusive[init.name] = cpus
                 if init.is_restartable_init:
@@ -345,6 +416,7 @@ class StaticPolicy:
         for app in pod.containers:
             num = self.requests.guaranteed_cpus(pod, app)
             if num > 0:
+                self.pinning_requests += 1
                 cpus = self.take_by_topology(shared, num)
                 exclusive[app.name] = cpus
                 shared = shared - cpus

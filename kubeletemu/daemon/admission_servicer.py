@@ -97,10 +97,13 @@ class AdmissionServicer(pb_grpc.AdmissionServicer):
             pod = convert.pods_from_source(request.pod)[0]
         async with self.lock, engine_errors(context):
             emulator = self.emulator()
-            pins_before = emulator.cm.cpus.pinning_counts()
             started = time.perf_counter()
-            report, durable = self._change(lambda: emulator.admit(pod))
-            self._observe(emulator, report, time.perf_counter() - started, pins_before)
+            try:
+                report, durable = self._change(lambda: emulator.admit(pod))
+            finally:
+                # Even after a failure: whatever the managers counted or changed shows.
+                self.metrics.observe_node(emulator)
+            self._observe(emulator, report, time.perf_counter() - started)
         # Outside the lock: the next admission is decided while this one's files reach the disk.
         log.info(
             "admit",
@@ -152,7 +155,10 @@ class AdmissionServicer(pb_grpc.AdmissionServicer):
     ) -> pb.RemovePodResponse:
         async with self.lock, engine_errors(context):
             emulator = self.emulator()
-            pod, durable = self._change(lambda: emulator.remove(request.uid))
+            try:
+                pod, durable = self._change(lambda: emulator.remove(request.uid))
+            finally:
+                self.metrics.observe_node(emulator)
         log.info("remove", pod=f"{pod.namespace}/{pod.name}", uid=pod.uid)
         await self._await_durable(durable, context)
         return pb.RemovePodResponse(name=pod.name, namespace=pod.namespace, uid=pod.uid)
@@ -203,7 +209,8 @@ class AdmissionServicer(pb_grpc.AdmissionServicer):
         self, request: pb.GetNodeResourceTopologyRequest, context: Any
     ) -> pb.NodeResourceTopology:
         method = request.fingerprint_method or METHOD_WITH_EXCLUSIVE_RESOURCES
-        return convert.nrt_msg(nrt.node_resource_topology(self.emulator(), method))
+        update = request.update_trigger or nrt.RTE_UPDATE_PERIODIC
+        return convert.nrt_msg(nrt.node_resource_topology(self.emulator(), method, update))
 
     @serialized
     def LeastNUMANodes(self, request: pb.LeastNUMANodesRequest, context: Any) -> pb.LeastNUMANodesResponse:
@@ -213,13 +220,11 @@ class AdmissionServicer(pb_grpc.AdmissionServicer):
         )
         return convert.least_numa_nodes_msg(result)
 
-    def _observe(
-        self, emulator: NodeEmulator, report: AdmissionReport, seconds: float, pins_before: tuple[int, int]
-    ) -> None:
-        """The kubelet's Topology Manager and CPU Manager admission metrics, counted where it counts them:
-        admission errors for any refusal inside the allocator; aligned-resource counts (single-numa-node
-        only) per container in container scope and per pod in pod scope, failures on a policy refusal;
-        pinning requests and errors from the static CPU policy's Allocate."""
+    def _observe(self, emulator: NodeEmulator, report: AdmissionReport, seconds: float) -> None:
+        """The kubelet's Topology Manager admission metrics, counted where it counts them: admission errors
+        for any refusal inside the allocator; aligned-resource counts (single-numa-node only) per container
+        in container scope and per pod in pod scope, failures on a policy refusal. The CPU and Memory
+        Managers' own metrics come from the engine (``KubeletMetrics.observe_node``)."""
         m = self.metrics
         m.topology_manager_admission_requests_total.inc()
         m.topology_manager_admission_duration_ms.observe(seconds * 1000)
@@ -234,11 +239,6 @@ class AdmissionServicer(pb_grpc.AdmissionServicer):
             elif not by_allocator:
                 aligned = len(report.containers) if scope == SCOPE_CONTAINER else 1
                 m.container_aligned_compute_resources_count.labels(scope, ALIGNED_NUMA_NODE).inc(aligned)
-        requests, errors = cm.cpus.pinning_counts()
-        if requests > pins_before[0]:
-            m.cpu_manager_pinning_requests_total.inc(requests - pins_before[0])
-        if errors > pins_before[1]:
-            m.cpu_manager_pinning_errors_total.inc(errors - pins_before[1])
 
 
 def _simulate(simulation: LiveSimulation, node: NodeEmulator, name: str, png: bool) -> pb.SimulateResponse:

@@ -10,6 +10,15 @@ component-base's ``[ALPHA]`` stability marker.
 
 Each :class:`KubeletMetrics` lives in its own ``CollectorRegistry`` (not the process-global one), so a test
 can run several daemons side by side.
+
+The resource managers' metrics move where the kubelet moves them (read at kubernetes/kubernetes
+121460defea7874f50c64bb8de51018a86c6eef3, see :mod:`kubeletemu.cpumanager.metrics` for the CPU manager and
+the other revisions read): the engine counts and computes them, and :meth:`KubeletMetrics.sync_node` copies
+a :class:`~kubeletemu.daemon.node_metrics.NodeMetrics` snapshot in after every change of the live node
+(counters by their increase, gauges set). The zero series the kubelet creates at start come with the first
+sync of a node: the Topology Manager's (``NewManager`` always builds one) and, under the static CPU policy,
+its ``initializeMetrics`` ones. Counters restart from 0 with the process, as the kubelet's do; what-if
+questions run on copies with counters of their own and never reach these objects.
 """
 
 from __future__ import annotations
@@ -21,10 +30,16 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.metrics_core import Metric
+
+from kubeletemu.cpumanager.metrics import CPUManagerGauges
+from kubeletemu.daemon.node_metrics import NodeMetrics, read_node_metrics
+
+if TYPE_CHECKING:
+    from kubeletemu.emulator import NodeEmulator
 
 SUBSYSTEM = "kubelet"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -237,6 +252,10 @@ class KubeletMetrics:
                 )
             setattr(self, spec.attr, obj)
             self._objects.append((spec, obj))
+        # The node last synced (its counters are the baseline of the next sync) and the per-NUMA series set.
+        self._node_lock = threading.Lock()
+        self._node: NodeMetrics | None = None
+        self._numa_labels: set[str] = set()
         self.registry.register(self)
 
     def init_topology_manager_series(self) -> None:
@@ -253,6 +272,73 @@ class KubeletMetrics:
         aligned.labels(ALIGN_SCOPE_CONTAINER, ALIGNED_PHYSICAL_CPU).inc(0)
         aligned.labels(ALIGN_SCOPE_CONTAINER, ALIGNED_UNCORE_CACHE).inc(0)
 
+    def observe_node(self, emulator: NodeEmulator) -> None:
+        """:meth:`sync_node` with the live node's values now (call it where the node is read: under the
+        daemon's lock, or before serving)."""
+        self.sync_node(read_node_metrics(emulator))
+
+    def sync_node(self, node: NodeMetrics) -> None:
+        """Bring the resource managers' metrics to ``node``: after start-up (restored pods included), a
+        SIGHUP reload, a new shadow mirror, and every admission and removal.
+
+        A node not synced before is a kubelet starting: its zero series are created and its counters are
+        the baseline (what building it counted, e.g. a shadow mirror replaying the kubelet's pods, is not
+        this daemon's doing). Later syncs of the same node add each counter's increase.
+        """
+        with self._node_lock:
+            last = self._node
+            if last is None or not node.same_node(last):
+                self.init_topology_manager_series()
+                if node.cpu.static:
+                    self.init_cpu_manager_series()
+                last = node
+            cpu, memory = node.cpu, node.memory
+            _add(self.cpu_manager_pinning_requests_total, cpu.pinning_requests - last.cpu.pinning_requests)
+            _add(self.cpu_manager_pinning_errors_total, cpu.pinning_errors - last.cpu.pinning_errors)
+            _add(
+                self.memory_manager_pinning_requests_total,
+                memory.pinning_requests - last.memory.pinning_requests,
+            )
+            _add(self.memory_manager_pinning_errors_total, memory.pinning_errors - last.memory.pinning_errors)
+            aligned = self.container_aligned_compute_resources_count
+            failed = self.container_aligned_compute_resources_failure_count
+            _add_labelled(
+                aligned,
+                (ALIGN_SCOPE_CONTAINER, ALIGNED_PHYSICAL_CPU),
+                cpu.aligned_physical_cpu - last.cpu.aligned_physical_cpu,
+            )
+            _add_labelled(
+                failed,
+                (ALIGN_SCOPE_CONTAINER, ALIGNED_PHYSICAL_CPU),
+                cpu.aligned_physical_cpu_failures - last.cpu.aligned_physical_cpu_failures,
+            )
+            _add_labelled(
+                aligned,
+                (ALIGN_SCOPE_CONTAINER, ALIGNED_UNCORE_CACHE),
+                cpu.aligned_uncore_cache - last.cpu.aligned_uncore_cache,
+            )
+            self._set_cpu_gauges(cpu.gauges)
+            self._node = node
+
+    def _set_cpu_gauges(self, gauges: CPUManagerGauges | None) -> None:
+        """The static policy's gauges as it set them. Without them (the none policy never sets any) the
+        unlabelled ones read 0, as registered and never set, and no per-NUMA series exists."""
+        per_numa = self.cpu_manager_allocation_per_numa
+        if gauges is None:
+            self.cpu_manager_shared_pool_size_millicores.set(0)
+            self.cpu_manager_exclusive_cpu_allocation_count.set(0)
+            per_numa.clear()
+            self._numa_labels = set()
+            return
+        self.cpu_manager_shared_pool_size_millicores.set(gauges.shared_pool_millicores)
+        self.cpu_manager_exclusive_cpu_allocation_count.set(gauges.exclusive_cpus)
+        labels = {str(numa): count for numa, count in gauges.allocation_per_numa}
+        for gone in self._numa_labels - labels.keys():
+            per_numa.remove(gone)
+        for label, count in labels.items():
+            per_numa.labels(label).set(count)
+        self._numa_labels = set(labels)
+
     def collect(self) -> Iterator[Metric]:
         for spec, obj in self._objects:
             family = _ExactMetric(spec.name, f"[ALPHA] {spec.help}", spec.kind)
@@ -260,6 +346,17 @@ class KubeletMetrics:
                 for sample in _kubelet_samples(spec, source.samples):
                     family.add_sample(sample.name, sample.labels, sample.value)
             yield family
+
+
+def _add(counter: Counter, increase: int) -> None:
+    if increase > 0:
+        counter.inc(increase)
+
+
+def _add_labelled(counter: Counter, labels: tuple[str, ...], increase: int) -> None:
+    """Only a real increase touches the series: ``labels()`` alone would create one the kubelet has not."""
+    if increase > 0:
+        counter.labels(*labels).inc(increase)
 
 
 def _kubelet_samples(spec: _Spec, samples: Sequence[Any]) -> Iterator[Any]:

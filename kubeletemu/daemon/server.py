@@ -14,13 +14,12 @@ lock; nothing is written to the state directory or to the kubelet's.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import shutil
 import signal
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -41,6 +40,9 @@ from kubeletemu.daemon import sdnotify
 from kubeletemu.daemon.admission_servicer import AdmissionServicer
 from kubeletemu.daemon.logging import get_logger
 from kubeletemu.daemon.metrics import KubeletMetrics, MetricsServer, start_metrics_server
+from kubeletemu.daemon.sockets import OwnedSocket, SocketInUseError, bind, claim
+from kubeletemu.daemon.startup_metrics import StartupMetrics
+from kubeletemu.daemon.state_lock import StateDirInUseError, StateDirLock
 from kubeletemu.emulator import NodeEmulator
 from kubeletemu.machine import Machine
 from kubeletemu.podresources.server import PodResourcesServer
@@ -62,6 +64,10 @@ class StartupError(Exception):
     """One readable line: what failed and which file."""
 
 
+class StartupConflictError(StartupError):
+    """Another process holds what this daemon needs (a socket path, the state directory)."""
+
+
 @dataclass
 class ServeOptions:
     config_paths: Sequence[str] = ()
@@ -80,6 +86,9 @@ class ServeOptions:
     kubelet_config: str | None = None
     kubelet_podresources_socket: str | None = None
     shadow_refresh_period: float | None = None
+    # Called once serving, with the admission and podresources socket paths (the CLI tells a person at a
+    # terminal what to run next).
+    on_ready: Callable[[str, str], None] | None = None
 
 
 @dataclass
@@ -133,12 +142,16 @@ def build_emulator(config: Config, machine: Machine, state_dir: str) -> NodeEmul
 
 
 def _trial_build(config: Config, machine: Machine, state_dir: str) -> None:
-    """Build against a copy of the state so a refused configuration cannot touch the real files."""
+    """Build against a copy of the state so a refused configuration cannot touch the real files. An error
+    names the real state directory, not the copy: that is where an operator would look."""
     with tempfile.TemporaryDirectory(prefix="kubeletemu-reload-") as scratch:
         copy = Path(scratch) / "state"
         if Path(state_dir).exists():
             shutil.copytree(state_dir, copy)
-        build_emulator(config, machine, str(copy))
+        try:
+            build_emulator(config, machine, str(copy))
+        except Exception as err:
+            raise StartupError(str(err).replace(str(copy), state_dir)) from None
 
 
 class KubeletPodResourcesClient:
@@ -193,6 +206,7 @@ class Daemon:
         self.options = options
         self.lock = asyncio.Lock()
         self.metrics = KubeletMetrics()
+        self.startup_metrics = StartupMetrics(self.metrics.registry)
         self.health = HealthServicer()
         self.server: grpc.aio.Server | None = None
         self.podresources: PodResourcesServer | None = None
@@ -204,6 +218,10 @@ class Daemon:
         # Makes admissions and removals durable off the event loop (group commit); not in shadow mode,
         # which writes nothing.
         self.writer: CheckpointWriter | None = None
+        # Held for the daemon's lifetime (not in shadow mode, which has no state directory).
+        self.state_lock: StateDirLock | None = None
+        # The sockets this process bound: the only ones it removes.
+        self.owned_sockets: list[OwnedSocket] = []
 
     # ---- start-up ---------------------------------------------------------------------------------
 
@@ -225,6 +243,9 @@ class Daemon:
         rt = self.runtime
         if os.path.abspath(rt.podresources_socket) == os.path.abspath(rt.socket):
             raise StartupError(f"the podresources socket must differ from the admission socket ({rt.socket})")
+        # Before anything slow: a path another daemon serves is refused now, a stale one removed.
+        for path, flag in ((rt.socket, "--socket"), (rt.podresources_socket, "--podresources-socket")):
+            _claim(path, flag)
         if self.options.sample:
             self._sample_dir = tempfile.TemporaryDirectory(prefix="kubeletemu-sample-")
             sys_root, proc_root = write_sample_tree(self._sample_dir.name)
@@ -237,6 +258,12 @@ class Daemon:
         if rt.shadow:
             self._load_shadow(config)
             return
+        self.state_lock = StateDirLock(rt.state_dir)
+        try:
+            self.state_lock.acquire(f"pid {os.getpid()}, serving {rt.socket}")
+        except StateDirInUseError as err:
+            self.state_lock = None
+            raise StartupConflictError(str(err)) from None
         # A kill between a temporary file's creation and its rename leaves it behind; nothing reads it.
         stale = remove_stale_temporaries(Path(rt.state_dir))
         if stale:
@@ -245,6 +272,26 @@ class Daemon:
             self.emulator = build_emulator(config, self.machine, rt.state_dir)
         except Exception as err:
             raise StartupError(f"cannot start with the saved state in {rt.state_dir}: {err}") from None
+        self.metrics.observe_node(self.emulator)  # restored pods show in the gauges from the first scrape
+        self._report_repairs(self.emulator)
+
+    def _report_repairs(self, emulator: NodeEmulator) -> None:
+        """Every pod the saved state did not give back as saved: a log line with the reason, and a count."""
+        for repair in emulator.startup_repairs:
+            log.warning(
+                "pod not restored as saved",
+                action=repair.action,
+                uid=repair.uid,
+                pod=repair.pod or None,
+                reason=repair.reason,
+                state_dir=self.runtime.state_dir,
+            )
+            self.startup_metrics.repairs.labels(repair.action).inc()
+        for name in emulator.registry.duplicate_names:
+            log.warning(
+                "two restored pods share one namespace/name (saved by an earlier version); remove one",
+                pod=name,
+            )
 
     def _load_shadow(self, config: Config) -> None:
         """The first mirror of the real kubelet; the state directory is not used."""
@@ -269,6 +316,7 @@ class Daemon:
                 metrics=ShadowMetrics(self.metrics.registry),
             )
             self.emulator = self.shadow.initial()
+            self.metrics.observe_node(self.emulator)
         except ShadowError as err:
             raise StartupError(f"shadow mode: {err}") from None
         except Exception as err:
@@ -280,6 +328,7 @@ class Daemon:
         """A shadow refresh's new mirror replaces the old one between two calls."""
         async with self.lock:
             self.emulator = emulator
+            self.metrics.observe_node(emulator)
 
     async def start(self) -> None:
         # Off the event loop: pyroute2 (live NIC listing) runs its own asyncio loop for its sync API.
@@ -313,9 +362,11 @@ class Daemon:
             ),
             server,
         )
-        _bind_unix(server, rt.socket)
+        self.owned_sockets.append(_bind_unix(server, rt.socket, "--socket"))
         podresources = PodResourcesServer(lambda: self.emulator, self.lock, self.metrics)
-        _bind_unix(podresources.server, rt.podresources_socket)
+        self.owned_sockets.append(
+            _bind_unix(podresources.server, rt.podresources_socket, "--podresources-socket")
+        )
         await server.start()
         self.server = server
         await podresources.start()
@@ -343,6 +394,8 @@ class Daemon:
             shadow=shadow is not None,
         )
         sdnotify.ready(status)
+        if self.options.on_ready is not None:
+            self.options.on_ready(rt.socket, rt.podresources_socket)
 
     # ---- run loop ---------------------------------------------------------------------------------
 
@@ -381,6 +434,11 @@ class Daemon:
             )
             if runtime.shadow != self.runtime.shadow or runtime.kubelet != self.runtime.kubelet:
                 raise StartupError("switching shadow mode or the kubelet's paths takes a restart")
+            if not runtime.shadow and runtime.state_dir != self.runtime.state_dir:
+                raise StartupError(
+                    f"moving the state directory ({self.runtime.state_dir} -> {runtime.state_dir}) takes a "
+                    "restart"
+                )
             if self.shadow is not None:
                 await self.shadow.reconfigure(config)
                 self.runtime = replace(runtime, shadow_refresh_period=self.runtime.shadow_refresh_period)
@@ -393,7 +451,9 @@ class Daemon:
                     await asyncio.wrap_future(self.writer.drain())
                 await asyncio.to_thread(_trial_build, config, self.machine, runtime.state_dir)
                 self.emulator = build_emulator(config, self.machine, runtime.state_dir)
+                self.metrics.observe_node(self.emulator)
                 self.runtime = runtime
+                self._report_repairs(self.emulator)
         except Exception as err:
             self.last_reload_error = str(err)
             log.error("reload refused, keeping the running configuration", error=str(err))
@@ -424,26 +484,30 @@ class Daemon:
             writes = {"state_batches": self.writer.batches_written, "state_passes": self.writer.passes}
         if self.metrics_server is not None:
             self.metrics_server.close()
-        for path in (self.runtime.socket, self.runtime.podresources_socket):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
+        for owned in self.owned_sockets:
+            owned.remove()  # only while still ours
+        if self.state_lock is not None:  # last: the state is complete on disk
+            self.state_lock.release()
         log.info("stopped", **writes)
 
 
-def _bind_unix(server: grpc.aio.Server, path: str) -> None:
-    """Bind a unix socket, replacing a stale one; the directory is made 0750 if missing."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, mode=0o750, exist_ok=True)
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(path)
-    # gRPC binds here; the umask makes the socket 0660 from birth, so there is no chmod race.
-    old_umask = os.umask(_SOCKET_UMASK)
+def _claim(path: str, flag: str) -> None:
     try:
-        bound = server.add_insecure_port(f"unix:{path}")
-    finally:
-        os.umask(old_umask)
-    if bound == 0:
-        raise StartupError(f"cannot bind {path}")
+        claim(path, flag)
+    except SocketInUseError as err:
+        raise StartupConflictError(str(err)) from None
+
+
+def _bind_unix(server: grpc.aio.Server, path: str, flag: str) -> OwnedSocket:
+    """Bind a unix socket where no live server is (a stale socket is replaced), 0660 from birth; the
+    directory is made 0750 if missing."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), mode=0o750, exist_ok=True)
+    try:
+        return bind(server.add_insecure_port, path, flag, _SOCKET_UMASK)
+    except SocketInUseError as err:
+        raise StartupConflictError(str(err)) from None
+    except OSError as err:
+        raise StartupError(f"cannot bind {path}: {err}") from None
 
 
 def serve(options: ServeOptions) -> int:

@@ -2,7 +2,7 @@
 
 from kubeletemu.memorymanager.errors import MemoryAllocationError, MemoryManagerError
 from kubeletemu.memorymanager.machine import MachineInfo, NUMANode
-from kubeletemu.memorymanager.manager import POLICY_NAMES, MemoryManager, new_manager
+from kubeletemu.memorymanager.manager import POLICY_NAMES, MemoryManager, MemoryManagerMetrics, new_manager
 from kubeletemu.memorymanager.policy_none import POLICY_NONE, NonePolicy
 from kubeletemu.memorymanager.policy_static import POLICY_STATIC, StaticPolicy
 from kubeletemu.memorymanager.quantity_format import GoQuantity, hugepage_resource_name
@@ -25,6 +25,7 @@ __all__ = [
     "MemoryAllocationError",
     "MemoryManager",
     "MemoryManagerError",
+    "MemoryManagerMetrics",
     "MemoryReservation",
     "MemoryTable",
     "NUMANode",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 
 from kubeletemu.memorymanager.errors import MemoryManagerError
 from kubeletemu.memorymanager.machine import MachineInfo
@@ -31,6 +32,17 @@ from kubeletemu.topologymanager.hint import ProviderHints
 from kubeletemu.topologymanager.provider import Store
 
 POLICY_NAMES = (POLICY_NONE, POLICY_STATIC)
+
+
+@dataclass(frozen=True)
+class MemoryManagerMetrics:
+    """``memory_manager_pinning_{requests,errors}_total`` so far: the static policy's ``Allocate`` counts
+    them (a ``defer`` counts the errors); the None policy counts nothing. The memory manager has no gauges
+    and creates no labelled series at start."""
+
+    pinning_requests: int = 0
+    pinning_errors: int = 0
+
 
 # Returns the active pods (or their UIDs); state of any other pod is dropped before hints and allocation.
 ActivePodsFunc = Callable[[], Iterable[Pod | str]]
@@ -149,6 +161,12 @@ class MemoryManager:
 
     def numa_groups(self) -> dict[int, list[int]]:
         return {n: list(s.cells) for n, s in self.state.get_machine_state().items()}
+
+    def metrics(self) -> MemoryManagerMetrics:
+        with self._lock:
+            if isinstance(self.policy, StaticPolicy):
+                return MemoryManagerMetrics(self.policy.pinning_requests, self.policy.pinning_errors)
+            return MemoryManagerMetrics()
 
 
 def new_manager(

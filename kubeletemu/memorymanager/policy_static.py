@@ -103,6 +103,9 @@ class StaticPolicy:
         self.system_reserved = {n: dict(r) for n, r in system_reserved.items()}
         self.affinity = affinity
         self.init_containers_reusable_memory: ReusableMemory = {}
+        # memory_manager_pinning_{requests,errors}_total since the policy was built.
+        self.pinning_requests = 0
+        self.pinning_errors = 0
 
     def name(self) -> str:
         return POLICY_STATIC
@@ -242,8 +245,18 @@ class StaticPolicy:
     # ---- allocate -------------------------------------------------------------------------------
 
     def allocate(self, state: State, pod: Pod, container: Container) -> None:
+        """``Allocate``: Guaranteed pods only. Every container of one is a pinning request (counted before
+        the already-allocated shortcut, as the kubelet counts it); an error is also a pinning error."""
         if pod.qos_class != QOSClass.GUARANTEED:
             return
+        self.pinning_requests += 1
+        try:
+            self._allocate(state, pod, container)
+        except Exception:
+            self.pinning_errors += 1
+            raise
+
+    def _allocate(self, state: State, pod: Pod, container: Container) -> None:
         blocks = state.get_memory_blocks(pod.uid, container.name)
         if blocks is not None:
             self._update_pod_reusable_memory(pod, container, blocks)

@@ -32,6 +32,7 @@ __all__ = [
     "ATTRIBUTE",
     "ATTRIBUTE_METHOD",
     "METHODS",
+    "METHODS_PUBLISHED",
     "METHOD_ALL",
     "METHOD_EXCLUDE_TERMINAL",
     "METHOD_WITH_EXCLUSIVE_RESOURCES",
@@ -79,6 +80,10 @@ METHOD_ALL = "all"
 METHOD_WITH_EXCLUSIVE_RESOURCES = "with-exclusive-resources"
 METHOD_EXCLUDE_TERMINAL = "exclude-terminal"
 METHODS = (METHOD_ALL, METHOD_WITH_EXCLUSIVE_RESOURCES, METHOD_EXCLUDE_TERMINAL)
+# What an exporter publishes in nodeTopologyPodsFingerprintMethod: RTE accepts only these two for
+# --pods-fingerprint-method (nfd-topology-updater publishes no method); ``exclude-terminal`` is a library
+# constant no exporter emits.
+METHODS_PUBLISHED = (METHOD_WITH_EXCLUSIVE_RESOURCES, METHOD_ALL)
 
 # status.phase values that make a pod terminal (the exporters' field selector).
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})

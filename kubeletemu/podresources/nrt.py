@@ -46,6 +46,8 @@ from kubeletemu.podresources.fingerprint import (
     ATTRIBUTE,
     ATTRIBUTE_METHOD,
     METHOD_WITH_EXCLUSIVE_RESOURCES,
+    METHODS_PUBLISHED,
+    UnsupportedMethodError,
     parse_method,
 )
 
@@ -61,6 +63,12 @@ ATTRIBUTE_SCOPE = "topologyManagerScope"
 ATTRIBUTE_MAX_NUMA_NODES = "topologyManagerMaxNUMANodes"
 ATTRIBUTE_OPTION_PREFIX = "topologyManagerOption"
 OPTION_MAX_ALLOWABLE_NUMA_NODES = "max-allowable-numa-nodes"
+# RTE annotates every object it writes with what triggered the scan: its ticker (periodic) or an event on
+# its notify file (reactive).
+ANNOTATION_RTE_UPDATE = "k8stopoawareschedwg/rte-update"
+RTE_UPDATE_PERIODIC = "periodic"
+RTE_UPDATE_REACTIVE = "reactive"
+RTE_UPDATES = (RTE_UPDATE_PERIODIC, RTE_UPDATE_REACTIVE)
 
 # NUMA node -> resource name -> amount (RTE's perNUMAResourceCounter).
 Counters = dict[int, dict[str, int]]
@@ -303,10 +311,17 @@ def cpu_to_numa(emulator: NodeEmulator) -> dict[int, int]:
 
 
 def node_resource_topology(
-    emulator: NodeEmulator, method: str = METHOD_WITH_EXCLUSIVE_RESOURCES
+    emulator: NodeEmulator,
+    method: str = METHOD_WITH_EXCLUSIVE_RESOURCES,
+    update: str = RTE_UPDATE_PERIODIC,
 ) -> NodeResourceTopology:
-    """The object RTE would publish for this node right now, with the fingerprint selected by ``method``."""
+    """The object RTE would publish for this node right now, with the fingerprint selected by ``method``
+    (one RTE accepts) and the scan trigger ``update`` in its ``rte-update`` annotation."""
     method = parse_method(method)
+    if method not in METHODS_PUBLISHED:
+        raise UnsupportedMethodError(method)  # RTE refuses it at start-up, in these words
+    if update not in RTE_UPDATES:
+        raise ValueError(f"rte-update {update!r}: expected {' or '.join(RTE_UPDATES)}")
     listing = view.list_pods(emulator)
     sign, _ = view.node_fingerprint(emulator, method, listing.pods)
     cpu_numa = cpu_to_numa(emulator)
@@ -321,5 +336,5 @@ def node_resource_topology(
         attributes=attributes(
             sign, method, cm.topology_manager_policy, cm.topology_manager_scope, cm.topology_manager_options
         ),
-        annotations={ANNOTATION: sign},
+        annotations={ANNOTATION: sign, ANNOTATION_RTE_UPDATE: update},
     )

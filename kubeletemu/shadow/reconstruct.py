@@ -33,18 +33,15 @@ drops them, and so does the mirror.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from kubeletemu._proto.podresources.v1 import api_pb2 as v1
-from kubeletemu.pod import Container, Pod
+from kubeletemu.pod import Container, Pod, derived_uid
 from kubeletemu.quantity import Quantity
 from kubeletemu.shadow.assignments import EMPTY, Assignment, KubeletAssignments, from_podresources
 
-# UUIDv5 namespace of the UIDs derived for pods without checkpoint entries.
-DERIVED_UID_NAMESPACE = uuid.UUID("6c1e3f5e-8d7a-5b43-9a56-2f0d3c4b7e11")
 UID_FROM_CHECKPOINT = "checkpoint"
 UID_DERIVED = "derived"
 PLACEHOLDER_CPU = Quantity.parse("1m")
@@ -99,10 +96,6 @@ def listed_pods(listing: v1.ListPodResourcesResponse) -> list[ListedPod]:
         ListedPod(pod.namespace, pod.name, tuple((c.name, from_podresources(c)) for c in pod.containers))
         for pod in listing.pod_resources
     ]
-
-
-def derived_uid(namespace: str, name: str) -> str:
-    return str(uuid.uuid5(DERIVED_UID_NAMESPACE, f"{namespace}/{name}"))
 
 
 def _consistent(listed: ListedPod, held: Mapping[str, Assignment]) -> bool:

@@ -17,7 +17,13 @@ import pytest
 import hostprobe
 from hostprobe.sample import write_sample_tree
 from kubeletemu.config import parse_config
-from kubeletemu.emulator import HANDLER_PREDICATE, HANDLER_RESOURCE_ALLOCATOR, NodeEmulator
+from kubeletemu.emulator import (
+    HANDLER_PREDICATE,
+    HANDLER_RESOURCE_ALLOCATOR,
+    REPAIR_DROPPED,
+    REPAIR_RELEASED,
+    NodeEmulator,
+)
 from kubeletemu.machine import Machine
 from kubeletemu.pod import Container, Pod
 from kubeletemu.quantity import Quantity
@@ -349,6 +355,9 @@ def test_restart_drops_a_registered_pod_whose_checkpoints_were_not_written(
         (state / name).write_bytes(blob)
     restarted = NodeEmulator(config, machine, state)
     assert restarted.dropped_at_startup == ["b"]
+    [repair] = restarted.startup_repairs
+    assert (repair.uid, repair.pod, repair.action) == ("b", "default/b", REPAIR_DROPPED)
+    assert "never answered" in repair.reason and "container(s) c" in repair.reason
     assert [p.uid for p, _ in restarted.pods()] == ["a"]
     assert not (state / "pods" / "b.json").exists()
     again = restarted.admit(pod("b2", guaranteed("c", cpu="2", memory="1Gi")))
@@ -357,6 +366,9 @@ def test_restart_drops_a_registered_pod_whose_checkpoints_were_not_written(
     (state / "pods" / "b2.json").unlink()
     third = NodeEmulator(config, machine, state)
     assert [p.uid for p, _ in third.pods()] == ["a"]
+    [stale] = third.startup_repairs
+    assert (stale.uid, stale.pod, stale.action) == ("b2", "", REPAIR_RELEASED)
+    assert "the cpu, memory checkpoint(s) hold allocations" in stale.reason
     assert (
         third.admit(pod("b3", guaranteed("c", cpu="2", memory="1Gi"))).containers[0].cpu_ids
         == b.containers[0].cpu_ids

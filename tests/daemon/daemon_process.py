@@ -35,8 +35,8 @@ class DaemonProcess:
         if self.podresources_socket is None:
             self.podresources_socket = self.socket.parent / "pr.sock"
 
-    def start(self, timeout: float = 15.0) -> DaemonProcess:
-        args = [
+    def argv(self) -> list[str]:
+        return [
             sys.executable,
             "-m",
             "kubeletemu.cli",
@@ -55,8 +55,14 @@ class DaemonProcess:
             str(self.procfs_root),
             *self.extra_args,
         ]
+
+    def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k != "NOTIFY_SOCKET"}
         env["PYTHONPATH"] = str(REPO)
+        return env
+
+    def start(self, timeout: float = 15.0) -> DaemonProcess:
+        args, env = self.argv(), self.env()
         with open(self.log, "ab") as log:
             self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env)
         self.wait_serving(timeout)

@@ -112,31 +112,32 @@ def test_cli_admit_json_and_exit_statuses(make_daemon: MakeDaemon, tmp_path: Pat
     )
     table = cli(daemon, "list")
     assert table.returncode == 0 and "prod/web (uid-web) Guaranteed" in table.stdout
-    ok = cli(
-        daemon, "would-admit", "-f", "-", "--policy", "best-effort", stdin=POD.replace("uid-web", "uid-w2")
-    )
+    second = POD.replace("uid-web", "uid-w2").replace("name: web", "name: web2")
+    ok = cli(daemon, "would-admit", "-f", "-", "--policy", "best-effort", stdin=second)
     assert ok.returncode == 0 and "ADMITTED" in ok.stdout
 
 
 @pytest.mark.parametrize(
-    ("args", "stdin", "fragment"),
+    ("args", "stdin", "fragment", "status"),
     [
-        (["admit", "-f", "/nonexistent.yaml"], None, "/nonexistent.yaml"),
+        (["admit", "-f", "/nonexistent.yaml"], None, "/nonexistent.yaml", 2),
         (
             ["admit", "-f", "-"],
             "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containers: [{name: a, resources: "
             "{limits: {cpu: banana}}}]}\n",
             "banana",
+            2,
         ),
-        (["remove", "--uid", "nope"], None, "NOT_FOUND"),
+        # A negative answer, not a usage error.
+        (["remove", "--uid", "nope"], None, 'NOT_FOUND: pod UID "nope" is not admitted here', 1),
     ],
 )
-def test_cli_errors_are_one_line_and_exit_2(
-    make_daemon: MakeDaemon, args: list[str], stdin: str | None, fragment: str
+def test_cli_errors_are_one_line_with_their_exit_status(
+    make_daemon: MakeDaemon, args: list[str], stdin: str | None, fragment: str, status: int
 ) -> None:
     daemon = make_daemon()
     out = cli(daemon, *args, stdin=stdin)
-    assert out.returncode == 2
+    assert out.returncode == status, out.stderr
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("kubeletemu: ") and fragment in lines[0]
 
@@ -151,4 +152,4 @@ def test_cli_unreachable_daemon(tmp_path: Path) -> None:
         env=env,
         check=False,
     )
-    assert out.returncode == 2 and "cannot reach the daemon" in out.stderr
+    assert out.returncode == 3 and "cannot reach the daemon" in out.stderr

@@ -51,7 +51,7 @@ def test_verify_reports_nothing(tmp_path: Path) -> None:
     stand_in.write_text("#!/bin/sh\n")
     stand_in.chmod(0o755)
     copy = tmp_path / "kubeletemu.service"
-    copy.write_text(UNIT.read_text().replace("/usr/local/bin/kubeletemu", str(stand_in)))
+    copy.write_text(UNIT.read_text().replace("/opt/kubeletemu/bin/kubeletemu", str(stand_in)))
     result = analyze("verify", "--man=no", str(copy))
     assert result.returncode == 0, result.stderr
     assert result.stderr.strip() == ""
@@ -66,7 +66,7 @@ def test_unit_contract() -> None:
     assert settings["Type"] == ["notify"]
     assert settings["NotifyAccess"] == ["main"]
     assert settings["ExecStart"] == [
-        "/usr/local/bin/kubeletemu serve --config /etc/kubeletemu/config.yaml "
+        "/opt/kubeletemu/bin/kubeletemu serve --config /etc/kubeletemu/config.yaml "
         "--socket /run/kubeletemu/kubeletemu.sock --podresources-socket /run/kubeletemu/podresources.sock "
         "--state-dir /var/lib/kubeletemu"
     ]

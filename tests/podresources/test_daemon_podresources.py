@@ -5,6 +5,7 @@ concurrent clients, and a restart keeps what List reports."""
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -144,8 +145,26 @@ def test_cli_fingerprint_and_nrt(start_daemon: StartDaemon) -> None:
     zone0 = {r["name"]: r for r in document["zones"][0]["resources"]}
     assert zone0["cpu"] == {"name": "cpu", "capacity": "8", "allocatable": "7", "available": "5"}
 
+    assert document["metadata"]["annotations"]["k8stopoawareschedwg/rte-update"] == "periodic"
+    table = cli(daemon, "nrt", "-o", "table")
+    assert table.returncode == 0, table.stderr
+    assert re.search(r"^node-0 +cpu +8 +7 +5$", table.stdout, re.MULTILINE), table.stdout
+
     bad = cli(daemon, "nrt", "--method", "newest")
     assert bad.returncode == 2 and "invalid choice" in bad.stderr
+    # The fingerprint library knows exclude-terminal; no exporter publishes it, so neither do we.
+    bad = cli(daemon, "nrt", "--method", "exclude-terminal")
+    assert bad.returncode == 2 and "invalid choice" in bad.stderr
+    with pytest.raises(grpc.RpcError) as err:
+        daemon.stub().GetNodeResourceTopology(
+            pb.GetNodeResourceTopologyRequest(fingerprint_method="exclude-terminal"), timeout=10
+        )
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert err.value.details() == 'unsupported method  "exclude-terminal"'
+    reactive = daemon.stub().GetNodeResourceTopology(
+        pb.GetNodeResourceTopologyRequest(update_trigger="reactive"), timeout=10
+    )
+    assert reactive.annotations["k8stopoawareschedwg/rte-update"] == "reactive"
 
 
 def test_rate_limit_holds_under_a_concurrent_burst(start_daemon: StartDaemon) -> None:

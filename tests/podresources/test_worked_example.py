@@ -9,7 +9,11 @@ import pytest
 
 from kubeletemu.emulator import NodeEmulator
 from kubeletemu.podresources import nrt, view
-from kubeletemu.podresources.fingerprint import METHOD_ALL, METHOD_WITH_EXCLUSIVE_RESOURCES
+from kubeletemu.podresources.fingerprint import (
+    METHOD_ALL,
+    METHOD_WITH_EXCLUSIVE_RESOURCES,
+    UnsupportedMethodError,
+)
 from tests.podresources.nodes import (
     WORKED_EXAMPLE_CONFIG,
     WORKED_EXAMPLE_HOST,
@@ -113,7 +117,11 @@ def test_exporter_attributes_and_object(example: NodeEmulator) -> None:
     assert manifest["kind"] == "NodeResourceTopology"
     assert manifest["metadata"] == {
         "name": "worker-1",
-        "annotations": {"topology.node.k8s.io/fingerprint": FP_EXCLUSIVE},
+        # RTE's: the fingerprint's legacy place, and what triggered the scan (its ticker by default).
+        "annotations": {
+            "topology.node.k8s.io/fingerprint": FP_EXCLUSIVE,
+            "k8stopoawareschedwg/rte-update": "periodic",
+        },
     }
     assert manifest["zones"][0]["resources"][0] == {
         "name": "cpu",
@@ -126,3 +134,10 @@ def test_exporter_attributes_and_object(example: NodeEmulator) -> None:
     assert everything.attribute("nodeTopologyPodsFingerprint") == FP_ALL
     assert everything.attribute("nodeTopologyPodsFingerprintMethod") == "all"
     assert everything.zones == topology.zones
+    reactive = nrt.node_resource_topology(example, METHOD_ALL, "reactive")
+    assert reactive.annotations["k8stopoawareschedwg/rte-update"] == "reactive"
+    # A library constant no exporter publishes: refused in RTE's words, as RTE refuses it at start-up.
+    with pytest.raises(UnsupportedMethodError, match=r'^unsupported method  "exclude-terminal"$'):
+        nrt.node_resource_topology(example, "exclude-terminal")
+    with pytest.raises(ValueError, match="rte-update 'sometimes'"):
+        nrt.node_resource_topology(example, METHOD_ALL, "sometimes")

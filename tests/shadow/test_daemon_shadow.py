@@ -146,6 +146,20 @@ def test_shadow_daemon(kubelet: FakeKubelet, running: tuple[ShadowDaemon, PodRes
     assert newcomer == expected_cpus(kubelet)["prod/newcomer"]
     report = daemon.report()
     assert report.generation == 2 and report.trigger == "inotify" and not report.divergences
+    # The kubelet's metrics follow the installed mirror: its exclusive CPUs in the gauges; rebuilding it
+    # (a replay of the kubelet's pods) is not this daemon's pinning.
+    samples = dict(
+        line.rsplit(" ", 1)
+        for line in _scrape(daemon.metrics_port or 0).splitlines()
+        if line and line[0] != "#"
+    )
+    exclusive = {
+        cpu for containers in expected_cpus(kubelet).values() for cpus in containers.values() for cpu in cpus
+    }
+    assert samples["kubelet_cpu_manager_exclusive_cpu_allocation_count"] == str(len(exclusive))
+    per_numa = [v for k, v in samples.items() if k.startswith("kubelet_cpu_manager_allocation_per_numa{")]
+    assert sum(map(int, per_numa)) == len(exclusive) > 0
+    assert samples["kubelet_cpu_manager_pinning_requests_total"] == "0"
 
     # ---- the kubelet decides what the emulator would not: a divergence ----
     kubelet.tamper_cpus(GU_A, "c", [8, 9])

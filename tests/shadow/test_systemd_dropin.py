@@ -28,13 +28,13 @@ def settings(path: Path) -> dict[str, list[str]]:
     return out
 
 
-def install(tmp_path: Path, binary: str = "/usr/local/bin/kubeletemu") -> Path:
+def install(tmp_path: Path, binary: str = "/opt/kubeletemu/bin/kubeletemu") -> Path:
     """The unit and the drop-in as systemd finds them: ``<unit>.d/shadow.conf`` beside the unit."""
     unit = tmp_path / "kubeletemu.service"
-    unit.write_text(UNIT.read_text().replace("/usr/local/bin/kubeletemu", binary))
+    unit.write_text(UNIT.read_text().replace("/opt/kubeletemu/bin/kubeletemu", binary))
     (tmp_path / "kubeletemu.service.d").mkdir()
     (tmp_path / "kubeletemu.service.d" / "shadow.conf").write_text(
-        DROP_IN.read_text().replace("/usr/local/bin/kubeletemu", binary)
+        DROP_IN.read_text().replace("/opt/kubeletemu/bin/kubeletemu", binary)
     )
     return unit
 
@@ -43,7 +43,7 @@ def test_exec_start_runs_shadow_mode() -> None:
     exec_start = settings(DROP_IN)["ExecStart"]
     assert exec_start[0] == ""  # clears the unit's ExecStart
     argv = shlex.split(exec_start[1])
-    assert argv[0] == "/usr/local/bin/kubeletemu"
+    assert argv[0] == "/opt/kubeletemu/bin/kubeletemu"
     args = build_parser().parse_args(argv[1:])
     assert args.command == "serve" and args.shadow
     assert args.kubelet_root_dir == "/var/lib/kubelet"

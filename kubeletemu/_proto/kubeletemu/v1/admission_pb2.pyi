@@ -375,10 +375,12 @@ class GetFingerprintResponse(_message.Message):
     def __init__(self, fingerprint: _Optional[str] = ..., method: _Optional[str] = ..., node_name: _Optional[str] = ..., pods: _Optional[_Iterable[_Union[PodName, _Mapping]]] = ..., status_json: _Optional[str] = ...) -> None: ...
 
 class GetNodeResourceTopologyRequest(_message.Message):
-    __slots__ = ("fingerprint_method",)
+    __slots__ = ("fingerprint_method", "update_trigger")
     FINGERPRINT_METHOD_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_TRIGGER_FIELD_NUMBER: _ClassVar[int]
     fingerprint_method: str
-    def __init__(self, fingerprint_method: _Optional[str] = ...) -> None: ...
+    update_trigger: str
+    def __init__(self, fingerprint_method: _Optional[str] = ..., update_trigger: _Optional[str] = ...) -> None: ...
 
 class ResourceInfo(_message.Message):
     __slots__ = ("name", "capacity", "allocatable", "available")

@@ -1,0 +1,5 @@
+import sys
+
+from kubeletemu.cli import main
+
+sys.exit(main())

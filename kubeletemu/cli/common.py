@@ -1,0 +1,229 @@
+"""What every command shares: exit statuses, the daemon's socket, gRPC calls, reading manifests, printing.
+
+Exit statuses (one readable line on standard error for anything but 0):
+0 success; 1 a refusal or negative answer (a rejected pod, a pod that already exists or is not there, a
+divergence, a daemon that refused to start because another holds its socket or state); 2 a usage or input
+error (bad flags, an unreadable or invalid file, ``INVALID_ARGUMENT``); 3 the daemon is unreachable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+import grpc
+import yaml
+from google.protobuf import json_format
+
+from hostprobe.parse import format_cpulist
+from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
+from kubeletemu._proto.kubeletemu.v1 import admission_pb2_grpc as pb_grpc
+from kubeletemu.manifest import ManifestError, pod_to_manifest, read_pods
+from kubeletemu.pod import Pod
+
+DEFAULT_SOCKET = "/run/kubeletemu/kubeletemu.sock"
+# Where the systemd unit's configuration lives; a client reads its ``socket`` when nothing else says.
+DEFAULT_CONFIG = "/etc/kubeletemu/config.yaml"
+SOCKET_ENV = "KUBELETEMU_SOCKET"
+CONFIG_ENV = "KUBELETEMU_CONFIG"
+
+EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
+OUTPUTS = ("table", "json", "yaml")
+# kubectl's -f DIR reads these, not recursively.
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+class CLIError(Exception):
+    """One line for standard error, and the exit status that goes with it."""
+
+    def __init__(self, message: str, status: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def fail(message: str, status: int = EXIT_USAGE) -> NoReturn:
+    raise CLIError(message, status)
+
+
+# ---- the daemon's socket ------------------------------------------------------------------------------
+
+
+def add_socket_arguments(parser: argparse.ArgumentParser, help_text: str | None = None) -> None:
+    parser.add_argument(
+        "--socket",
+        help=help_text
+        or f"the daemon's socket (default: ${SOCKET_ENV}, else the socket of --config, else "
+        f"{DEFAULT_SOCKET})",
+    )
+    parser.add_argument(
+        "--config",
+        dest="client_config",
+        metavar="FILE",
+        help=f"read the socket from this EmulatorConfiguration (default: ${CONFIG_ENV}, else "
+        f"{DEFAULT_CONFIG} where it exists)",
+    )
+
+
+def socket_path(args: argparse.Namespace) -> str:
+    """``--socket``, else ``$KUBELETEMU_SOCKET``, else the configuration's ``socket`` (``--config``,
+    ``$KUBELETEMU_CONFIG``, or the systemd unit's file where it exists), else the default."""
+    if getattr(args, "socket", None):
+        return str(args.socket)
+    if os.environ.get(SOCKET_ENV):
+        return os.environ[SOCKET_ENV]
+    config = getattr(args, "client_config", None) or os.environ.get(CONFIG_ENV)
+    if config is None and os.path.exists(DEFAULT_CONFIG):
+        config = DEFAULT_CONFIG
+    if config is not None:
+        from kubeletemu.config import load_config
+
+        try:
+            return load_config([config]).emulator.socket
+        except OSError as err:
+            fail(f"{config}: {err.strerror}")
+        except Exception as err:
+            fail(f"{config}: {err}")
+    return DEFAULT_SOCKET
+
+
+def stub(socket: str, max_receive: int | None = None) -> pb_grpc.AdmissionStub:
+    options = [] if max_receive is None else [("grpc.max_receive_message_length", max_receive)]
+    return pb_grpc.AdmissionStub(grpc.insecure_channel(f"unix:{socket}", options=options))
+
+
+# gRPC statuses that are the daemon's negative answer, not a problem with what was asked.
+_INPUT_ERRORS = (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.OUT_OF_RANGE)
+
+
+def call(method: Any, request: Any, socket: str, timeout: float = 30.0) -> Any:
+    """One unary call; a failure becomes the exit status its status code stands for."""
+    try:
+        return method(request, timeout=timeout)
+    except grpc.RpcError as err:
+        code = err.code()
+        detail = err.details() or ""
+        if code == grpc.StatusCode.UNAVAILABLE:
+            fail(f"cannot reach the daemon at {socket}: {detail}", EXIT_UNREACHABLE)
+        if code in _INPUT_ERRORS:
+            fail(f"{code.name}: {detail}", EXIT_USAGE)
+        fail(f"{code.name}: {detail}", EXIT_REFUSED)
+
+
+def to_dict(message: Any) -> dict[str, Any]:
+    out: dict[str, Any] = json_format.MessageToDict(
+        message, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
+    )
+    return out
+
+
+# ---- input --------------------------------------------------------------------------------------------
+
+
+def add_file_arguments(parser: argparse.ArgumentParser, what: str = "pod manifest(s)") -> None:
+    parser.add_argument(
+        "-f",
+        "--filename",
+        "--file",
+        dest="files",
+        action="append",
+        required=True,
+        metavar="FILE",
+        help=f"{what}, YAML or JSON; repeat it, or name a directory (its .yaml, .yml and .json files); "
+        "- for standard input",
+    )
+
+
+def manifest_paths(names: Sequence[str]) -> list[str]:
+    """Every ``-f`` in order; a directory stands for its manifest files, sorted by name (kubectl's way)."""
+    paths: list[str] = []
+    for name in names:
+        if name != "-" and os.path.isdir(name):
+            found = sorted(
+                str(p) for p in Path(name).iterdir() if p.suffix in MANIFEST_SUFFIXES and p.is_file()
+            )
+            if not found:
+                fail(f"{name}: no .yaml, .yml or .json file in this directory")
+            paths.extend(found)
+        else:
+            paths.append(name)
+    return paths
+
+
+def read_pod_files(names: Sequence[str]) -> list[Pod]:
+    """All pods of all files, read before anything is sent: a bad file changes nothing."""
+    pods: list[Pod] = []
+    for path in manifest_paths(names):
+        try:
+            pods.extend(read_pods(path))
+        except ManifestError as err:
+            fail(str(err))
+        except OSError as err:
+            fail(f"{path}: {err.strerror}")
+    if not pods:
+        fail(f"no pod in {', '.join(names)}")
+    return pods
+
+
+# ---- output -------------------------------------------------------------------------------------------
+
+
+def add_output_argument(parser: argparse.ArgumentParser, default: str = "table") -> None:
+    parser.add_argument(
+        "-o", "--output", choices=OUTPUTS, default=default, help="%(choices)s (default %(default)s)"
+    )
+
+
+def emit(docs: Iterable[dict[str, Any]], output: str, table: Callable[[dict[str, Any]], str]) -> None:
+    """Objects for programs or people: ``json`` one object per line (JSON Lines), ``yaml`` one document
+    each, ``table`` what ``table`` renders; flushed per object, so a reader that went away stops us."""
+    first = True
+    for doc in docs:
+        if output == "json":
+            text = json.dumps(doc, sort_keys=True) + "\n"
+        elif output == "yaml":
+            text = ("" if first else "---\n") + yaml.safe_dump(doc, sort_keys=False)
+        else:
+            text = table(doc)
+            text = text if text.endswith("\n") or not text else text + "\n"
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        first = False
+
+
+def align(rows: Sequence[Sequence[str]]) -> str:
+    """Columns padded to their widest cell, two spaces apart (kubectl's tables); the last is not padded."""
+    if not rows:
+        return ""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    lines = [
+        "  ".join([*(cell.ljust(w) for cell, w in zip(row, widths, strict=False)), row[-1]]) for row in rows
+    ]
+    return "\n".join(line.rstrip() for line in lines) + "\n"
+
+
+_BINARY = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
+
+
+def binary_bytes(value: int) -> str:
+    """Bytes in Kubernetes binary units for people: ``12.4Gi``, ``512Mi``, ``100`` (exact where it can)."""
+    for suffix, unit in _BINARY:
+        if abs(value) >= unit:
+            scaled = value / unit
+            text = f"{scaled:.0f}" if value % unit == 0 else f"{scaled:.1f}"
+            return f"{text}{suffix}"
+    return str(value)
+
+
+def cpu_list(ids: Iterable[int]) -> str:
+    """CPU ids as the kernel's cpuset list format (``0-3,8``); ``-`` for none."""
+    return format_cpulist(ids) or "-"
+
+
+def pod_source(pod: Pod) -> pb.PodSource:
+    """A pod as the daemon's requests carry it: its manifest, as read."""
+    return pb.PodSource(manifest=json.dumps(pod_to_manifest(pod)))

@@ -1,0 +1,114 @@
+"""The daemon's node as others see it: ``topology``, ``fingerprint``, ``nrt``."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
+from kubeletemu.cli.common import (
+    EXIT_OK,
+    add_output_argument,
+    add_socket_arguments,
+    align,
+    binary_bytes,
+    call,
+    cpu_list,
+    emit,
+    socket_path,
+    stub,
+    to_dict,
+)
+from kubeletemu.podresources.fingerprint import METHOD_WITH_EXCLUSIVE_RESOURCES, METHODS, METHODS_PUBLISHED
+from kubeletemu.podresources.nrt import RTE_UPDATE_PERIODIC, RTE_UPDATE_REACTIVE
+
+
+def _topology_table(doc: dict[str, Any]) -> str:
+    head = (
+        f"topologyManagerPolicy={doc['topology_manager_policy']} scope={doc['topology_manager_scope']} "
+        f"cpuManagerPolicy={doc['cpu_manager_policy']} memoryManagerPolicy={doc['memory_manager_policy']}\n"
+    )
+    rows = [["NODE", "CPUS", "FREE CPUS", "MEMORY ALLOCATABLE", "MEMORY FREE"]]
+    for node in doc["numa_nodes"]:
+        rows.append(
+            [
+                str(node["id"]),
+                cpu_list(node["cpu_ids"]),
+                f"{len(node['free_cpu_ids'])} ({cpu_list(node['free_cpu_ids'])})",
+                binary_bytes(int(node["memory_allocatable_bytes"])),
+                binary_bytes(int(node["memory_free_bytes"])),
+            ]
+        )
+    errors = "".join(f"a real kubelet would not start here: {e}\n" for e in doc["kubelet_start_errors"])
+    return head + align(rows) + errors
+
+
+def cmd_topology(args: argparse.Namespace) -> int:
+    socket = socket_path(args)
+    doc = to_dict(call(stub(socket).GetNodeTopology, pb.GetNodeTopologyRequest(), socket))
+    emit([doc], args.output, _topology_table)
+    return EXIT_OK
+
+
+def cmd_fingerprint(args: argparse.Namespace) -> int:
+    socket = socket_path(args)
+    response = call(stub(socket).GetFingerprint, pb.GetFingerprintRequest(method=args.method), socket)
+    emit([to_dict(response)], args.output, lambda d: d["fingerprint"])
+    return EXIT_OK
+
+
+def _nrt_table(manifest: dict[str, Any]) -> str:
+    rows = [["ZONE", "RESOURCE", "CAPACITY", "ALLOCATABLE", "AVAILABLE"]]
+    for zone in manifest["zones"]:
+        for r in zone["resources"]:
+            rows.append([zone["name"], r["name"], r["capacity"], r["allocatable"], r["available"]])
+    attributes = "".join(f"{a['name']}={a['value']}\n" for a in manifest.get("attributes", []))
+    return f"{manifest['metadata']['name']}\n" + align(rows) + attributes
+
+
+def cmd_nrt(args: argparse.Namespace) -> int:
+    from kubeletemu.daemon.convert import nrt_from_msg
+
+    socket = socket_path(args)
+    request = pb.GetNodeResourceTopologyRequest(fingerprint_method=args.method, update_trigger=args.update)
+    manifest = nrt_from_msg(call(stub(socket).GetNodeResourceTopology, request, socket)).to_manifest()
+    emit([manifest], args.output, _nrt_table)
+    return EXIT_OK
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    topology = sub.add_parser("topology", help="per-NUMA-node allocatable and free resources")
+    add_socket_arguments(topology)
+    add_output_argument(topology)
+    topology.set_defaults(func=cmd_topology)
+
+    fingerprint = sub.add_parser(
+        "fingerprint", help="the pfp0v001 fingerprint of the pods podresources List reports"
+    )
+    add_socket_arguments(fingerprint)
+    add_output_argument(fingerprint)
+    fingerprint.add_argument(
+        "--method",
+        choices=METHODS,
+        default=METHOD_WITH_EXCLUSIVE_RESOURCES,
+        help="which listed pods go in: %(choices)s (default %(default)s, as resource-topology-exporter)",
+    )
+    fingerprint.set_defaults(func=cmd_fingerprint)
+
+    nrt = sub.add_parser("nrt", help="the NodeResourceTopology an exporter would publish (kubectl apply -f)")
+    add_socket_arguments(nrt)
+    add_output_argument(nrt, default="yaml")
+    nrt.add_argument(
+        "--method",
+        choices=METHODS_PUBLISHED,
+        default=METHOD_WITH_EXCLUSIVE_RESOURCES,
+        help="the fingerprint's pod selection, as resource-topology-exporter's --pods-fingerprint-method: "
+        "%(choices)s (default %(default)s)",
+    )
+    nrt.add_argument(
+        "--update",
+        choices=(RTE_UPDATE_PERIODIC, RTE_UPDATE_REACTIVE),
+        default=RTE_UPDATE_PERIODIC,
+        help="the k8stopoawareschedwg/rte-update annotation: what triggered the scan (default %(default)s)",
+    )
+    nrt.set_defaults(func=cmd_nrt)

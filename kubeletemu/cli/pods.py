@@ -1,0 +1,185 @@
+"""Pods on the daemon's node: ``admit``, ``would-admit``, ``remove``, ``list``."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
+from kubeletemu.cli.common import (
+    EXIT_OK,
+    EXIT_REFUSED,
+    add_file_arguments,
+    add_output_argument,
+    add_socket_arguments,
+    align,
+    binary_bytes,
+    call,
+    cpu_list,
+    emit,
+    fail,
+    pod_source,
+    read_pod_files,
+    socket_path,
+    stub,
+    to_dict,
+)
+
+
+def _affinity(container: dict[str, Any]) -> list[int] | None:
+    hint = container.get("affinity")
+    if not hint or hint.get("any_numa"):
+        return None
+    return list(hint.get("numa_nodes", []))
+
+
+def _pod_json(response: pb.AdmitResponse) -> dict[str, Any]:
+    doc = to_dict(response)
+    for container in doc["containers"]:
+        container["numa_affinity"] = _affinity(container)
+    return doc
+
+
+def _container_row(c: dict[str, Any]) -> list[str]:
+    hint = c.get("affinity")
+    if not hint:
+        numa = "-"
+    elif hint.get("any_numa"):
+        numa = "any"
+    else:
+        numa = ",".join(map(str, hint["numa_nodes"]))
+    if hint and hint.get("preferred"):
+        numa += " (preferred)"
+    ids = c.get("cpu_ids", [])
+    cpus = cpu_list(ids) if c.get("exclusive_cpus") else f"shared {cpu_list(ids)}"
+    memory = (
+        ", ".join(
+            f"{b['memory_type']} {binary_bytes(int(b['size']))} on {','.join(map(str, b['numa_nodes']))}"
+            for b in c.get("memory", [])
+        )
+        or "-"
+    )
+    devices = (
+        ", ".join(f"{d['resource_name']}={','.join(d['device_ids'])}" for d in c.get("devices", [])) or "-"
+    )
+    return [f"  {c['name']}", c["kind"], numa, cpus, memory, devices]
+
+
+_CONTAINER_HEADER = ["  CONTAINER", "KIND", "NUMA", "CPUS", "MEMORY", "DEVICES"]
+
+
+def _containers_table(containers: list[dict[str, Any]]) -> str:
+    return align([_CONTAINER_HEADER, *(_container_row(c) for c in containers)])
+
+
+def _admit_table(doc: dict[str, Any]) -> str:
+    verdict = "ADMITTED" if doc["admitted"] else f"REJECTED {doc['reason']}: {doc['message']}"
+    lines = [f"{doc['namespace']}/{doc['name']} ({doc['uid']}) {doc['qos_class']}: {verdict}"]
+    if doc.get("decided_by") and not doc["admitted"]:
+        lines.append(f"  decided by the {doc['decided_by']} admit handler")
+    text = "\n".join(lines) + "\n" + _containers_table(doc["containers"])
+    if doc.get("cleanup"):
+        text += f"  released: {doc['cleanup']}\n"
+    return text
+
+
+def _overrides(args: argparse.Namespace) -> pb.PolicyOverrides:
+    overrides = pb.PolicyOverrides()
+    if args.policy:
+        overrides.topology_manager_policy = args.policy
+    if args.scope:
+        overrides.topology_manager_scope = args.scope
+    if args.policy_option is not None:
+        overrides.replace_policy_options = True
+        for item in args.policy_option:
+            key, sep, value = item.partition("=")
+            if not sep:
+                fail(f"--policy-option {item!r}: expected KEY=VALUE")
+            overrides.topology_manager_policy_options[key] = value
+    return overrides
+
+
+def cmd_admit(args: argparse.Namespace, dry_run: bool) -> int:
+    pods = read_pod_files(args.files)
+    overrides = _overrides(args) if dry_run else None
+    socket = socket_path(args)
+    client = stub(socket)
+    rejected = False
+
+    def answers() -> Any:
+        nonlocal rejected
+        for pod in pods:
+            source = pod_source(pod)
+            if dry_run:
+                request = pb.WouldAdmitRequest(pod=source, overrides=overrides)
+                response = call(client.WouldAdmit, request, socket)
+            else:
+                response = call(client.Admit, pb.AdmitRequest(pod=source), socket)
+            doc = _pod_json(response)
+            rejected |= not doc["admitted"]
+            yield doc
+
+    emit(answers(), args.output, _admit_table)
+    return EXIT_REFUSED if rejected else EXIT_OK
+
+
+def cmd_remove(args: argparse.Namespace) -> int:
+    """By ``--uid``, or the pods of ``-f`` files by their UIDs (derived from namespace/name where the
+    manifest has none, as ``admit`` derives them)."""
+    uids = [args.uid] if args.uid else [pod.uid for pod in read_pod_files(args.files)]
+    socket = socket_path(args)
+    client = stub(socket)
+    answers = (to_dict(call(client.RemovePod, pb.RemovePodRequest(uid=uid), socket)) for uid in uids)
+    emit(answers, args.output, lambda d: f"removed {d['namespace']}/{d['name']} ({d['uid']})")
+    return EXIT_OK
+
+
+def _list_table(doc: dict[str, Any]) -> str:
+    if not doc["pods"]:
+        return "no pods admitted\n"
+    return "".join(
+        f"{p['namespace']}/{p['name']} ({p['uid']}) {p['qos_class']}\n" + _containers_table(p["containers"])
+        for p in doc["pods"]
+    )
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    socket = socket_path(args)
+    emit([to_dict(call(stub(socket).ListPods, pb.ListPodsRequest(), socket))], args.output, _list_table)
+    return EXIT_OK
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    for name, dry in (("admit", False), ("would-admit", True)):
+        p = sub.add_parser(
+            name, help="ask whether pods would be admitted, changing nothing" if dry else "admit pods"
+        )
+        add_file_arguments(p)
+        add_socket_arguments(p)
+        add_output_argument(p)
+        if dry:
+            p.add_argument("--policy", help="what-if topologyManagerPolicy")
+            p.add_argument("--scope", help="what-if topologyManagerScope")
+            p.add_argument("--policy-option", action="append", help="what-if policy option KEY=VALUE")
+        p.set_defaults(func=lambda a, d=dry: cmd_admit(a, d))
+
+    remove = sub.add_parser("remove", help="remove admitted pods")
+    which = remove.add_mutually_exclusive_group(required=True)
+    which.add_argument("--uid", help="the pod's UID")
+    which.add_argument(
+        "-f",
+        "--filename",
+        "--file",
+        dest="files",
+        action="append",
+        metavar="FILE",
+        help="the pods of these manifests (as for admit)",
+    )
+    add_socket_arguments(remove)
+    add_output_argument(remove)
+    remove.set_defaults(func=cmd_remove)
+
+    listing = sub.add_parser("list", help="list admitted pods")
+    add_socket_arguments(listing)
+    add_output_argument(listing)
+    listing.set_defaults(func=cmd_list)

@@ -1,0 +1,137 @@
+"""What-if tools: ``simulate`` (a pod stream under a policy matrix) and ``least-numa-nodes``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
+from kubeletemu.cli.common import (
+    EXIT_OK,
+    EXIT_REFUSED,
+    add_file_arguments,
+    add_output_argument,
+    add_socket_arguments,
+    call,
+    emit,
+    fail,
+    pod_source,
+    read_pod_files,
+    socket_path,
+    stub,
+    to_dict,
+)
+
+# A simulation's JSON report holds every admission attempt: more than gRPC's default 4 MiB for long streams.
+SIMULATION_MAX_MESSAGE = 256 * 1024 * 1024
+SIMULATION_TIMEOUT = 600.0
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    """Runs locally from the file's topology, configuration and stream; with ``--socket`` or ``--live``, on
+    the daemon's node as it is now (gRPC ``Simulate``): the file then gives the matrix and the stream only."""
+    from kubeletemu.simulate import SimulationError, render_chart, render_json, render_table
+    from kubeletemu.simulate.spec import load_simulation, pod_files, read_text
+
+    [path] = args.files if len(args.files) == 1 else fail("simulate takes one -f file")
+    try:
+        if args.socket is not None or args.live:
+            socket = socket_path(args)
+            text = read_text(path)
+            request = pb.SimulateRequest(
+                simulation=text, files=pod_files(text, Path(path).parent), png=bool(args.chart)
+            )
+            client = stub(socket, max_receive=SIMULATION_MAX_MESSAGE)
+            response = call(client.Simulate, request, socket, timeout=SIMULATION_TIMEOUT)
+            table, as_json, chart = response.table, response.json, response.png
+        else:
+            report = load_simulation(path).run()
+            table, as_json = render_table(report), render_json(report)
+            chart = render_chart(report) if args.chart else b""
+    except SimulationError as err:
+        fail(str(err))
+    except OSError as err:
+        fail(f"{path}: {err.strerror}")
+    if args.output == "table":
+        sys.stdout.write(table + "\n")
+    elif args.output == "json":
+        sys.stdout.write(as_json + "\n")
+    else:
+        sys.stdout.write(yaml.safe_dump(json.loads(as_json), sort_keys=False))
+    sys.stdout.flush()
+    if args.chart:
+        try:
+            with open(args.chart, "wb") as out:
+                out.write(chart)
+        except OSError as err:
+            fail(f"{args.chart}: {err.strerror}")
+    return EXIT_OK
+
+
+def _least_table(doc: dict[str, Any]) -> str:
+    needed = "does not fit" if doc["numa_nodes"] < 0 else f"needs {doc['numa_nodes']} NUMA node(s)"
+    distance = "minimum distance reachable" if doc["min_distance"] else "minimum distance not reachable"
+    lines = [f"{doc['pod']} ({doc['scope']} scope): {needed}, {distance}, score {doc['score']}"]
+    for req in doc["requirements"]:
+        nodes = req["numa_nodes"] if req["fits"] else "no combination fits"
+        lines.append(f"  {req['name']:<20} numa={nodes}")
+    return "\n".join(lines)
+
+
+def cmd_least_numa_nodes(args: argparse.Namespace) -> int:
+    pods = read_pod_files(args.files)
+    socket = socket_path(args)
+    client = stub(socket)
+    misfit = False
+
+    def answers() -> Any:
+        nonlocal misfit
+        for pod in pods:
+            request = pb.LeastNUMANodesRequest(
+                pod=pod_source(pod),
+                scope=args.scope or "",
+                max_numa_nodes=args.max_numa_nodes or 0,
+            )
+            doc = to_dict(call(client.LeastNUMANodes, request, socket))
+            doc["pod"] = f"{pod.namespace}/{pod.name}"
+            misfit |= doc["numa_nodes"] < 0
+            yield doc
+
+    emit(answers(), args.output, _least_table)
+    return EXIT_REFUSED if misfit else EXIT_OK
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    least = sub.add_parser(
+        "least-numa-nodes", help="the scheduler's LeastNUMANodes answer for pods on this node"
+    )
+    add_file_arguments(least)
+    add_socket_arguments(least)
+    add_output_argument(least)
+    least.add_argument(
+        "--scope", choices=("container", "pod"), help="default: the node's topologyManagerScope"
+    )
+    least.add_argument("--max-numa-nodes", type=int, help="default: the node's max-allowable-numa-nodes")
+    least.set_defaults(func=cmd_least_numa_nodes)
+
+    simulate = sub.add_parser(
+        "simulate", help="replay a pod stream under a matrix of policies (here, or on the daemon's node)"
+    )
+    add_file_arguments(simulate, "a kind: Simulation YAML file")
+    add_socket_arguments(
+        simulate,
+        "run on the daemon at this socket, on its node as it is now (its topology, configuration and pods; "
+        "shadow mode: the real node's), changing nothing; the file then gives matrix and stream only. "
+        "Default: run here, on the file's topology",
+    )
+    simulate.add_argument(
+        "--live", action="store_true", help="run on the daemon found as other commands find it (see --config)"
+    )
+    add_output_argument(simulate)
+    simulate.add_argument("--chart", help="also write a PNG chart to this file")
+    simulate.set_defaults(func=cmd_simulate)

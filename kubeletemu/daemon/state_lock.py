@@ -1,0 +1,70 @@
+"""One daemon per state directory: an exclusive ``flock`` on ``<state-dir>/kubeletemu.lock`` for the
+daemon's lifetime.
+
+Two daemons deciding from one set of checkpoints would give the same CPU to two pods, and each start-up
+would drop the other's admissions as never answered. The lock is advisory and held by the open file, so it
+goes with the process however it ends (kill -9 included); the file stays behind on purpose, since removing
+it would let a third process lock a fresh file while a second still waits on the old one. It holds the
+holder's pid and sockets, which a refused second daemon names.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+from pathlib import Path
+
+LOCK_NAME = "kubeletemu.lock"
+
+
+class StateDirInUseError(Exception):
+    """Another process holds the state directory (the message names it), or the lock cannot be taken."""
+
+
+class StateDirLock:
+    def __init__(self, state_dir: str | os.PathLike[str]) -> None:
+        self.state_dir = Path(state_dir)
+        self.path = self.state_dir / LOCK_NAME
+        self._fd: int | None = None
+
+    def acquire(self, holder: str) -> None:
+        """Take the lock or raise; ``holder`` (e.g. "pid 12, serving /run/x.sock") is written for others."""
+        try:
+            self.state_dir.mkdir(mode=0o750, parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError as err:
+            raise StateDirInUseError(
+                f"cannot lock the state directory: {self.path}: {err.strerror}"
+            ) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as err:
+            os.close(fd)
+            if err.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                raise StateDirInUseError(f"cannot lock {self.path}: {err.strerror}") from None
+            other = self.holder() or "a process that has not written its name yet"
+            raise StateDirInUseError(
+                f"the state directory {self.state_dir} is in use by another kubeletemu ({other}; lock "
+                f"{self.path}): two daemons on one state directory would give the same CPUs to different "
+                "pods; stop that daemon or give this one its own --state-dir"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{holder}\n".encode())
+        self._fd = fd
+
+    def holder(self) -> str:
+        """What the lock file says about its holder ("" when unreadable or empty)."""
+        try:
+            return self.path.read_text(errors="replace").strip()
+        except OSError:
+            return ""
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing the last descriptor drops the flock
+            self._fd = None
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None

@@ -1,0 +1,308 @@
+"""Every example in the README runs as written.
+
+Each fenced ``sh``/``python`` block is marked by a hidden ``<!-- readme-example: NAME -->`` comment, and
+NAME says how it is checked here. Three kinds are run for real: the quick start (a fresh virtualenv with
+``pip install .`` in a copy of this checkout, the daemon started at a terminal, the next steps it prints
+run in a second shell with a clean environment, followed by the client, podresources and simulation
+examples); the systemd installation (into a scratch root, ``systemd-analyze verify`` on the installed
+unit); the Python snippet. Two cannot run here and are checked as far as they can be: the shadow-mode
+examples need a real kubelet (``tests/shadow`` runs the same commands against a kubelet double), and the
+benchmark loop takes minutes (``benchmarks/`` is its own check): their shell must parse and every
+``kubeletemu`` command in them must be one the CLI accepts. The test command is ``.ci/run``'s.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import pty
+import re
+import select
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from kubeletemu.cli import build_parser
+
+REPO = Path(__file__).resolve().parents[1]
+README = REPO / "README.md"
+MARKER = re.compile(r"<!-- readme-example: ([a-z-]+) -->\n```(\w+)\n(.*?)\n```", re.DOTALL)
+KINDS = {
+    "quickstart",
+    "tests",
+    "client",
+    "podresources",
+    "simulate",
+    "systemd",
+    "needs-kubelet",
+    "benchmarks",
+}
+KINDS |= {"python"}
+# The quick start's scratch directory; the test moves it under its own temporary directory.
+QUICKSTART_DIR = "/tmp/kubeletemu"
+SYSTEMD_ANALYZE = shutil.which("systemd-analyze")
+
+
+@dataclass(frozen=True)
+class Example:
+    kind: str
+    language: str
+    body: str
+
+
+def examples() -> list[Example]:
+    return [Example(kind, lang, body) for kind, lang, body in MARKER.findall(README.read_text())]
+
+
+def of_kind(kind: str) -> list[Example]:
+    found = [e for e in examples() if e.kind == kind]
+    assert found, f"no README example of kind {kind}"
+    return found
+
+
+def test_every_example_is_marked_and_known() -> None:
+    text = README.read_text()
+    fenced = re.findall(r"^```(sh|python|bash)$", text, re.MULTILINE)
+    marked = examples()
+    assert len(marked) == len(fenced), "a ```sh or ```python block without a readme-example marker"
+    assert {e.kind for e in marked} <= KINDS
+    assert {e.kind for e in marked} == KINDS
+
+
+def test_the_test_command_is_what_ci_runs() -> None:
+    [command] = of_kind("tests")
+    ci = (REPO / ".ci" / "run").read_text()
+    assert "pip install -e '.[test]'" in command.body and "pip install --quiet -e '.[test]'" in ci
+    assert command.body.endswith(".venv/bin/python -m pytest -q")
+    assert "-m pytest -q\n" in ci
+
+
+def test_python_snippet_prints_what_its_comment_says() -> None:
+    [snippet] = of_kind("python")
+    printed = re.findall(r"^print\(.*\)  # (.*)$", snippet.body, re.MULTILINE)
+    assert printed
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(snippet.body, "README.md", "exec"), {})
+    assert out.getvalue().splitlines() == printed
+
+
+# ---- examples that cannot run here ---------------------------------------------------------------------
+
+
+def _kubeletemu_commands(body: str) -> Iterator[list[str]]:
+    """Every ``kubeletemu`` command line of a shell block (continuations joined, pipes split)."""
+    for line in body.replace("\\\n", " ").splitlines():
+        line = line.split("#", 1)[0]
+        for part in re.split(r"\|\||&&|\|", line):
+            words = shlex.split(part.replace("sudo ", "", 1))
+            if words and os.path.basename(words[0]) == "kubeletemu":
+                yield words[1:]
+
+
+@pytest.mark.parametrize("kind", ["needs-kubelet", "benchmarks"])
+def test_examples_that_cannot_run_here_parse(kind: str) -> None:
+    bash = shutil.which("bash")
+    assert bash is not None
+    for example in of_kind(kind):
+        syntax = subprocess.run([bash, "-n"], input=example.body, text=True, capture_output=True, check=False)
+        assert syntax.returncode == 0, syntax.stderr
+        for argv in _kubeletemu_commands(example.body):
+            try:
+                build_parser().parse_args(argv)
+            except SystemExit as exit:
+                pytest.fail(f"README: kubeletemu {shlex.join(argv)} is refused by the CLI ({exit.code})")
+    if kind == "benchmarks":
+        assert sorted(REPO.glob("benchmarks/bench_*.py"))
+
+
+# ---- the quick start, end to end -----------------------------------------------------------------------
+
+
+def _checkout_copy(dest: Path) -> Path:
+    """The files of this checkout (as git tracks them, with uncommitted changes), without virtualenvs."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+    ).stdout.split(b"\0")
+    for name in filter(None, (n.decode() for n in listed)):
+        source = REPO / name
+        if source.is_file():
+            target = dest / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+    return dest
+
+
+def _second_terminal_env(extra_path: str = "") -> dict[str, str]:
+    """What a new terminal has: no virtualenv, no KUBELETEMU_* variables; ``extra_path`` appended (where
+    the user installed grpcurl)."""
+    env = {k: os.environ[k] for k in ("HOME", "LANG", "TMPDIR") if k in os.environ}
+    env["PATH"] = "/usr/local/bin:/usr/bin:/bin" + (f":{extra_path}" if extra_path else "")
+    return env
+
+
+class Terminal:
+    """A command run with its standard error on a pseudo-terminal, as a person starts the daemon."""
+
+    def __init__(self, command: str, cwd: Path, log: Path) -> None:
+        master, slave = pty.openpty()
+        self._master = master
+        self.log = log
+        with open(log, "wb") as out:
+            self.process = subprocess.Popen(
+                ["bash", "-c", command],
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=slave,
+                env=_second_terminal_env(),
+                start_new_session=True,
+            )
+        os.close(slave)
+        self.screen = b""
+
+    def wait_for(self, text: str, timeout: float) -> str:
+        deadline = time.monotonic() + timeout
+        while text.encode() not in self.screen:
+            if time.monotonic() > deadline or self.process.poll() is not None:
+                pytest.fail(
+                    f"{text!r} never shown; terminal:\n{self.screen.decode()}\nlog:\n{self.log.read_text()}"
+                )
+            ready, _, _ = select.select([self._master], [], [], 0.5)
+            if ready:
+                with contextlib.suppress(OSError):
+                    self.screen += os.read(self._master, 65536)
+        return self.screen.decode()
+
+    def stop(self) -> int:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGINT)  # Ctrl-C
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(10)
+        os.close(self._master)
+        return self.process.returncode
+
+
+def _run(script: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["bash", "-e", "-o", "pipefail", "-c", script],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="copying the checkout needs git")
+def test_quickstart_then_its_next_steps_and_the_client_examples(tmp_path: Path) -> None:
+    checkout = _checkout_copy(tmp_path / "checkout")
+    scratch = tmp_path / "q"
+    [quickstart] = of_kind("quickstart")
+    assert QUICKSTART_DIR in quickstart.body and "pip install . " in quickstart.body  # no test tools
+    terminal = Terminal(
+        quickstart.body.replace(QUICKSTART_DIR, str(scratch)), checkout, tmp_path / "daemon.log"
+    )
+    try:
+        screen = terminal.wait_for("Stop it with Ctrl-C.", timeout=600)
+        steps = [line[2:] for line in screen.splitlines() if line.startswith("  ")]
+        assert (
+            steps[0].startswith("export PATH=") and f"KUBELETEMU_SOCKET={scratch}/kubeletemu.sock" in steps[0]
+        )
+        export = steps[0]
+        # The next steps, verbatim, in a second terminal (grpcurl is listed only where it is installed).
+        second = _run("\n".join(steps), tmp_path, _second_terminal_env())
+        assert second.returncode == 0, second.stderr
+        assert "topologyManagerPolicy=single-numa-node" in second.stdout
+        assert "default/demo" in second.stdout and "ADMITTED" in second.stdout
+        assert "no pods admitted" in second.stdout
+        # The other examples, in that terminal after the export; grpcurl from where the test extra put it.
+        env = _second_terminal_env(extra_path=str(Path(sys.executable).parent))
+        for kind, expected in (
+            (
+                "client",
+                ["prod/web", "ADMITTED", "exit 1: the node already holds prod/web", "removed prod/web"],
+            ),
+            ("podresources", ["pfp0v001", "apiVersion: topology.node.k8s.io/v1alpha2", "node-0"]),
+            ("simulate", ["simulation on synthetic: 4 configuration(s)"]),
+        ):
+            for example in of_kind(kind):
+                out = _run(f"{export}\n{example.body}", checkout, env)
+                assert out.returncode == 0, f"README {kind} example failed:\n{out.stdout}\n{out.stderr}"
+                shown = out.stdout
+                if kind == "podresources":
+                    shown += (checkout / "nrt.yaml").read_text()
+                for fragment in expected:
+                    assert fragment in shown, (kind, fragment, shown)
+    finally:
+        assert terminal.stop() == 0, terminal.log.read_text()
+    assert not (scratch / "kubeletemu.sock").exists()  # removed at exit, being ours
+
+
+# ---- the systemd installation ------------------------------------------------------------------------
+
+
+def _into(root: Path, script: str) -> str:
+    """The systemd steps with absolute paths moved under ``root`` and ``sudo`` dropped (the test is the
+    administrator); ``systemctl`` needs systemd as PID 1, which a test machine does not have."""
+    lines = []
+    for line in script.splitlines():
+        line = line.replace("sudo ", "")
+        if line.startswith("systemctl"):
+            continue
+        for top in ("/opt/", "/etc/", "/usr/local/bin/"):
+            line = line.replace(f" {top}", f" {root}{top}")
+        lines.append(line)
+    return "\n".join(lines)
+
+
+@pytest.mark.skipif(SYSTEMD_ANALYZE is None, reason="systemd-analyze is not installed")
+@pytest.mark.skipif(shutil.which("git") is None, reason="copying the checkout needs git")
+def test_systemd_steps_install_what_the_unit_runs(tmp_path: Path) -> None:
+    checkout = _checkout_copy(tmp_path / "checkout")
+    root = tmp_path / "root"
+    for present in ("usr/local/bin", "etc/systemd/system"):  # as on any machine with systemd
+        (root / present).mkdir(parents=True)
+    [steps] = of_kind("systemd")
+    assert "systemctl daemon-reload && sudo systemctl enable --now kubeletemu" in steps.body
+    out = _run(_into(root, steps.body), checkout, _second_terminal_env())
+    assert out.returncode == 0, out.stderr
+    unit = root / "etc/systemd/system/kubeletemu.service"
+    assert unit.read_text() == (REPO / "systemd/kubeletemu.service").read_text()
+    assert (root / "etc/kubeletemu/config.yaml").read_text() == (REPO / "systemd/config.yaml").read_text()
+    exec_start = re.search(r"^ExecStart=(\S+) serve ", unit.read_text(), re.MULTILINE)
+    assert exec_start is not None
+    binary = exec_start.group(1)
+    assert not binary.startswith("/home/")  # ProtectHome=yes hides /home from the service
+    installed = Path(f"{root}{binary}")
+    assert os.access(installed, os.X_OK), f"the steps install no {binary}"
+    version = subprocess.run([str(installed), "--version"], capture_output=True, text=True, check=False)
+    assert version.returncode == 0 and version.stdout.startswith("kubeletemu "), version.stderr
+    linked = subprocess.run(
+        [str(root / "usr/local/bin/kubeletemu"), "--version"], capture_output=True, text=True, check=False
+    )
+    assert linked.stdout == version.stdout
+    # verify resolves ExecStart on this machine: the same unit, its binary looked up inside the root.
+    verified = tmp_path / "kubeletemu.service"
+    verified.write_text(unit.read_text().replace(f"ExecStart={binary} ", f"ExecStart={installed} "))
+    assert SYSTEMD_ANALYZE is not None
+    result = subprocess.run(
+        [SYSTEMD_ANALYZE, "verify", "--man=no", str(verified)], capture_output=True, text=True, check=False
+    )
+    assert (result.returncode, result.stderr.strip()) == (0, "")
