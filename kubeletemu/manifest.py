@@ -145,10 +145,19 @@ def pod_to_manifest(pod: Pod) -> dict[str, Any]:
         spec["overhead"] = _resource_list_manifest(pod.overhead)
     if pod.runtime_class_name is not None:
         spec["runtimeClassName"] = pod.runtime_class_name
+    if pod.priority is not None:
+        spec["priority"] = pod.priority
+    if pod.node_name is not None:
+        spec["nodeName"] = pod.node_name
+    metadata: dict[str, Any] = {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid}
+    if pod.labels:
+        metadata["labels"] = dict(pod.labels)
+    if pod.annotations:
+        metadata["annotations"] = dict(pod.annotations)
     return {
         "apiVersion": API_VERSION,
         "kind": "Pod",
-        "metadata": {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid},
+        "metadata": metadata,
         "spec": spec,
         "status": {"phase": pod.phase},
     }
@@ -210,7 +219,16 @@ def _pod(ctx: _Context, obj: Mapping[str, Any], pod_level_resources: bool) -> Po
         else fields.scalar_text(ctx, "metadata.uid", uid)
     )
 
+    labels = fields.string_map(ctx, "metadata.labels", metadata.get("labels"))
+    annotations = fields.string_map(ctx, "metadata.annotations", metadata.get("annotations"))
+
     spec = fields.mapping(ctx, "spec", obj.get("spec"))
+    priority = (
+        None if spec.get("priority") is None else fields.integer(ctx, "spec.priority", spec["priority"])
+    )
+    node_name = None
+    if spec.get("nodeName") not in (None, ""):
+        node_name = fields.string(ctx, "spec.nodeName", spec["nodeName"])
     raw_init = fields.sequence(ctx, "spec.initContainers", spec.get("initContainers"))
     raw_app = fields.sequence(ctx, "spec.containers", spec.get("containers"))
     if not raw_app:
@@ -257,6 +275,10 @@ def _pod(ctx: _Context, obj: Mapping[str, Any], pod_level_resources: bool) -> Po
         overhead=_frozen(overhead),
         runtime_class_name=runtime_class,
         phase=phase,
+        labels=MappingProxyType(labels),
+        annotations=MappingProxyType(annotations),
+        priority=priority,
+        node_name=node_name,
     )
 
 

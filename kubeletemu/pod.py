@@ -22,6 +22,7 @@ _QOS_RESOURCES = ("cpu", "memory")
 
 ResourceList = Mapping[str, Quantity]
 _EMPTY: ResourceList = MappingProxyType({})
+_EMPTY_STRINGS: Mapping[str, str] = MappingProxyType({})
 
 
 def derived_uid(namespace: str, name: str) -> str:
@@ -70,6 +71,12 @@ class Pod:
     runtime_class_name: str | None = None
     # status.phase; the podresources API and fingerprints skip terminal pods.
     phase: str = "Pending"
+    # What schedulers read besides resources: metadata.labels and .annotations (Koordinator's QoS class
+    # label and resource-status annotations), spec.priority, spec.nodeName (a pod already bound).
+    labels: Mapping[str, str] = field(default_factory=lambda: _EMPTY_STRINGS)
+    annotations: Mapping[str, str] = field(default_factory=lambda: _EMPTY_STRINGS)
+    priority: int | None = None
+    node_name: str | None = None
 
     def all_containers(self) -> Iterator[Container]:
         """Init containers in spec order, then app containers: the kubelet's admission order."""

@@ -668,3 +668,19 @@ def test_read_pods_errors_name_the_file(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setattr("sys.stdin", io.StringIO("kind: Pod\n"))
     with pytest.raises(ManifestError, match=r"^<stdin>: pod \(document 1\): apiVersion: Required value"):
         read_pods("-")
+
+
+def test_scheduler_metadata_is_read_and_written_back() -> None:
+    text = (
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  labels: {koordinator.sh/qosClass: LSR}\n"
+        "  annotations: {a: 1}\nspec:\n  priority: 9000\n  nodeName: node-a\n  containers: [{name: c}]\n"
+    )
+    parsed = one(text)
+    assert dict(parsed.labels) == {"koordinator.sh/qosClass": "LSR"}
+    assert dict(parsed.annotations) == {"a": "1"}  # a YAML number is the string Go would read
+    assert (parsed.priority, parsed.node_name) == (9000, "node-a")
+    assert pod_from_manifest(pod_to_manifest(parsed)) == parsed
+    with pytest.raises(ManifestError, match=r"spec.priority: expected an integer, got a string"):
+        one(text.replace("priority: 9000", "priority: high"))
+    with pytest.raises(ManifestError, match=r"metadata.labels: expected a mapping"):
+        one(text.replace("labels: {koordinator.sh/qosClass: LSR}", "labels: [x]"))

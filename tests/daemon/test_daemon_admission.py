@@ -261,6 +261,10 @@ def test_sighup_reload_applies_a_good_config_and_refuses_a_bad_one(make_daemon: 
     daemon.send(signal.SIGHUP)
     _wait_for(lambda: "reload refused" in daemon.log.read_text())
     assert "differs from state checkpoint policy" in daemon.log.read_text()
+    # The file to look at is the daemon's own, not the scratch copy the trial build ran on.
+    [refusal] = [json.loads(line) for line in daemon.log.read_text().splitlines() if "reload refused" in line]
+    assert str(daemon.state_dir / "cpu_manager_state") in refusal["error"], refusal["error"]
+    assert "kubeletemu-reload-" not in refusal["error"]
     assert listed(daemon) == before
     assert daemon.stub().WouldAdmit(pb.WouldAdmitRequest(pod=big)).admitted  # still best-effort
     # And garbage is refused too.

@@ -1,0 +1,339 @@
+"""What scheduler-side models read, as ``kubectl get noderesourcetopologies,nodes,pods -A -o yaml`` prints
+it: NodeResourceTopology (``topology.node.k8s.io/v1alpha2``), Node and Pod objects, in files and
+directories, ``kind: List`` unpacked.
+
+Amounts stay :class:`~kubeletemu.quantity.Quantity` values, as the plugins compare ``resource.Quantity``
+values (a zone's ``cpu`` may be ``7`` while a request is ``500m``). Input order is kept: a directory's
+files in name order (as kubectl reads them), objects in file order. Every error names the file, the object
+and the field, e.g. ``nrt.yaml: NodeResourceTopology "node-a" (document 2): zones[0].resources[1].available:
+quantities must match the regular expression ...``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from kubeletemu.config import fields
+from kubeletemu.golang import go_quote
+from kubeletemu.manifest import ManifestError, pod_from_manifest
+from kubeletemu.pod import Pod
+from kubeletemu.podresources import nrt as node_side
+from kubeletemu.quantity import Quantity, QuantityError
+
+NRT_API_VERSION = "topology.node.k8s.io/v1alpha2"
+NRT_KIND = "NodeResourceTopology"
+LIST_KINDS = ("List", "NodeResourceTopologyList", "NodeList", "PodList")
+# kubectl reads these from a directory (not recursively).
+SUFFIXES = (".yaml", ".yml", ".json")
+_NO_STRINGS: Mapping[str, str] = MappingProxyType({})
+_NO_QUANTITIES: Mapping[str, Quantity] = MappingProxyType({})
+
+
+class ObjectError(ValueError):
+    """An input object that is not what it claims: ``source: Kind "name" (document N): field: why``."""
+
+
+@dataclass(frozen=True)
+class ResourceInfo:
+    name: str
+    capacity: Quantity
+    allocatable: Quantity
+    available: Quantity
+
+
+@dataclass(frozen=True)
+class CostInfo:
+    name: str
+    value: int
+
+
+@dataclass(frozen=True)
+class AttributeInfo:
+    name: str
+    value: str
+
+
+@dataclass(frozen=True)
+class Zone:
+    name: str
+    type: str
+    parent: str = ""
+    costs: tuple[CostInfo, ...] = ()
+    attributes: tuple[AttributeInfo, ...] = ()
+    resources: tuple[ResourceInfo, ...] = ()
+
+    def resource(self, name: str) -> ResourceInfo | None:
+        return next((r for r in self.resources if r.name == name), None)
+
+
+@dataclass(frozen=True)
+class NodeResourceTopology:
+    """``v1alpha2.NodeResourceTopology``; ``topology_policies`` is the deprecated list the plugins still
+    read first."""
+
+    name: str
+    zones: tuple[Zone, ...] = ()
+    attributes: tuple[AttributeInfo, ...] = ()
+    topology_policies: tuple[str, ...] = ()
+    labels: Mapping[str, str] = field(default_factory=lambda: _NO_STRINGS)
+    annotations: Mapping[str, str] = field(default_factory=lambda: _NO_STRINGS)
+
+    def attribute(self, name: str) -> str | None:
+        """The first attribute of that name (``attribute.Get``)."""
+        return next((a.value for a in self.attributes if a.name == name), None)
+
+
+@dataclass(frozen=True)
+class Node:
+    """The slice of ``v1.Node`` schedulers read."""
+
+    name: str
+    labels: Mapping[str, str] = field(default_factory=lambda: _NO_STRINGS)
+    annotations: Mapping[str, str] = field(default_factory=lambda: _NO_STRINGS)
+    allocatable: Mapping[str, Quantity] = field(default_factory=lambda: _NO_QUANTITIES)
+    capacity: Mapping[str, Quantity] = field(default_factory=lambda: _NO_QUANTITIES)
+
+
+@dataclass
+class Cluster:
+    """Everything read, in input order. ``node_names`` is the order nodes were first seen (NRT or Node)."""
+
+    topologies: dict[str, NodeResourceTopology] = field(default_factory=dict)
+    nodes: dict[str, Node] = field(default_factory=dict)
+    pods: list[Pod] = field(default_factory=list)
+    node_names: list[str] = field(default_factory=list)
+
+    def add(self, obj: NodeResourceTopology | Node | Pod) -> None:
+        if isinstance(obj, Pod):
+            self.pods.append(obj)
+            return
+        if obj.name not in self.topologies and obj.name not in self.nodes:
+            self.node_names.append(obj.name)
+        if isinstance(obj, NodeResourceTopology):
+            self.topologies[obj.name] = obj
+        else:
+            self.nodes[obj.name] = obj
+
+    def pods_on(self, node: str) -> list[Pod]:
+        """Pods bound to ``node`` (``spec.nodeName``), as the scheduler's cache holds them."""
+        return [p for p in self.pods if p.node_name == node]
+
+
+# ---- reading -----------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Where:
+    source: str
+    document: int
+    kind: str = ""
+    name: str | None = None
+    item: int | None = None
+
+    def error(self, path: str, problem: str) -> ObjectError:
+        place = f"document {self.document}" + (f", items[{self.item}]" if self.item is not None else "")
+        what = f"{self.kind} {go_quote(self.name)}" if self.name else (self.kind or "object")
+        return ObjectError(f"{self.source}: {what} ({place}): {path + ': ' if path else ''}{problem}")
+
+
+def read_objects(paths: Sequence[str]) -> Cluster:
+    """Files and directories (their ``.yaml``, ``.yml`` and ``.json`` files in name order)."""
+    cluster = Cluster()
+    for path in paths:
+        if os.path.isdir(path):
+            files = sorted(p for p in Path(path).iterdir() if p.suffix in SUFFIXES and p.is_file())
+            if not files:
+                raise ObjectError(f"{path}: no .yaml, .yml or .json file in this directory")
+        else:
+            files = [Path(path)]
+        for file in files:
+            try:
+                text = file.read_text(encoding="utf-8")
+            except OSError as err:
+                raise ObjectError(f"{file}: cannot read: {err.strerror or err}") from None
+            except UnicodeDecodeError as err:
+                raise ObjectError(f"{file}: not UTF-8 text: {err.reason} at byte {err.start}") from None
+            for obj in parse_objects(text, str(file)):
+                cluster.add(obj)
+    return cluster
+
+
+def parse_objects(text: str, source: str) -> list[NodeResourceTopology | Node | Pod]:
+    """Every NodeResourceTopology, Node and Pod in ``text`` (YAML or JSON documents), in order."""
+    try:
+        documents = fields.yaml_documents(text)
+    except fields.YAMLSyntaxError as err:
+        raise ObjectError(f"{source}: invalid YAML: {err}") from None
+    out: list[NodeResourceTopology | Node | Pod] = []
+    for index, doc in enumerate(documents, start=1):
+        if doc is None:
+            continue
+        where = _Where(source, index)
+        obj = fields.mapping(where, "", doc)
+        kind = obj.get("kind")
+        if kind in LIST_KINDS:
+            for item_index, item in enumerate(fields.sequence(where, "items", obj.get("items"))):
+                item_where = _Where(source, index, item=item_index)
+                item_obj = fields.mapping(item_where, "", item)
+                item_kind = item_obj.get("kind") or {"NodeList": "Node", "PodList": "Pod"}.get(str(kind))
+                if item_kind is None and kind == "NodeResourceTopologyList":
+                    item_kind = NRT_KIND
+                out.append(_one(item_where, item_obj, item_kind))
+        else:
+            out.append(_one(where, obj, kind))
+    return out
+
+
+def _one(where: _Where, obj: Mapping[str, Any], kind: Any) -> NodeResourceTopology | Node | Pod:
+    if kind == NRT_KIND:
+        return _topology(where, obj)
+    if kind == "Node":
+        return _node(where, obj)
+    if kind == "Pod":
+        try:
+            return pod_from_manifest(obj, source=where.source)
+        except ManifestError as err:
+            raise ObjectError(str(err)) from None
+    if kind is None:
+        raise where.error("kind", "Required value: expected NodeResourceTopology, Node, Pod or List")
+    raise where.error("kind", f"{kind!r} is not supported: expected NodeResourceTopology, Node, Pod or List")
+
+
+def _metadata(where: _Where, obj: Mapping[str, Any], kind: str) -> tuple[str, dict[str, str], dict[str, str]]:
+    where.kind = kind
+    metadata = fields.mapping(where, "metadata", obj.get("metadata"))
+    name = metadata.get("name")
+    if name in (None, ""):
+        raise where.error("metadata.name", "Required value")
+    where.name = fields.scalar_text(where, "metadata.name", name)
+    labels = fields.string_map(where, "metadata.labels", metadata.get("labels"))
+    annotations = fields.string_map(where, "metadata.annotations", metadata.get("annotations"))
+    return where.name, labels, annotations
+
+
+def _quantity(where: _Where, path: str, value: Any) -> Quantity:
+    if value is None:
+        return Quantity(0)
+    try:
+        return Quantity.parse(fields.scalar_text(where, path, value))
+    except QuantityError as err:
+        raise where.error(path, str(err)) from None
+
+
+def _topology(where: _Where, obj: Mapping[str, Any]) -> NodeResourceTopology:
+    name, labels, annotations = _metadata(where, obj, NRT_KIND)
+    version = obj.get("apiVersion")
+    if version != NRT_API_VERSION:
+        raise where.error(
+            "apiVersion",
+            f"Unsupported value: {go_quote(str(version))}: supported values: {go_quote(NRT_API_VERSION)}",
+        )
+    zones = []
+    for z, raw in enumerate(fields.sequence(where, "zones", obj.get("zones"))):
+        path = f"zones[{z}]"
+        zone = fields.mapping(where, path, raw)
+        resources = []
+        for r, raw_resource in enumerate(fields.sequence(where, f"{path}.resources", zone.get("resources"))):
+            rpath = f"{path}.resources[{r}]"
+            res = fields.mapping(where, rpath, raw_resource)
+            resources.append(
+                ResourceInfo(
+                    name=fields.string(where, f"{rpath}.name", res.get("name")),
+                    capacity=_quantity(where, f"{rpath}.capacity", res.get("capacity")),
+                    allocatable=_quantity(where, f"{rpath}.allocatable", res.get("allocatable")),
+                    available=_quantity(where, f"{rpath}.available", res.get("available")),
+                )
+            )
+        costs = tuple(
+            CostInfo(
+                fields.string(where, f"{path}.costs[{c}].name", cost.get("name")),
+                fields.integer(where, f"{path}.costs[{c}].value", cost.get("value")),
+            )
+            for c, cost in (
+                (c, fields.mapping(where, f"{path}.costs[{c}]", item))
+                for c, item in enumerate(fields.sequence(where, f"{path}.costs", zone.get("costs")))
+            )
+        )
+        zones.append(
+            Zone(
+                name=fields.string(where, f"{path}.name", zone.get("name")),
+                type=fields.string(where, f"{path}.type", zone.get("type", "")),
+                parent=fields.string(where, f"{path}.parent", zone.get("parent", "")),
+                costs=costs,
+                attributes=_attributes(where, f"{path}.attributes", zone.get("attributes")),
+                resources=tuple(resources),
+            )
+        )
+    policies = tuple(
+        fields.string(where, f"topologyPolicies[{i}]", p)
+        for i, p in enumerate(fields.sequence(where, "topologyPolicies", obj.get("topologyPolicies")))
+    )
+    return NodeResourceTopology(
+        name=name,
+        zones=tuple(zones),
+        attributes=_attributes(where, "attributes", obj.get("attributes")),
+        topology_policies=policies,
+        labels=MappingProxyType(labels),
+        annotations=MappingProxyType(annotations),
+    )
+
+
+def _attributes(where: _Where, path: str, raw: Any) -> tuple[AttributeInfo, ...]:
+    out = []
+    for i, item in enumerate(fields.sequence(where, path, raw)):
+        attribute = fields.mapping(where, f"{path}[{i}]", item)
+        out.append(
+            AttributeInfo(
+                fields.string(where, f"{path}[{i}].name", attribute.get("name")),
+                fields.scalar_text(where, f"{path}[{i}].value", attribute.get("value", "")),
+            )
+        )
+    return tuple(out)
+
+
+def _node(where: _Where, obj: Mapping[str, Any]) -> Node:
+    name, labels, annotations = _metadata(where, obj, "Node")
+    status = fields.mapping(where, "status", obj.get("status"))
+
+    def resource_list(key: str) -> Mapping[str, Quantity]:
+        raw = fields.mapping(where, f"status.{key}", status.get(key))
+        return MappingProxyType({k: _quantity(where, f"status.{key}[{k}]", v) for k, v in raw.items()})
+
+    return Node(
+        name=name,
+        labels=MappingProxyType(labels),
+        annotations=MappingProxyType(annotations),
+        allocatable=resource_list("allocatable"),
+        capacity=resource_list("capacity"),
+    )
+
+
+def from_node_side(topology: node_side.NodeResourceTopology) -> NodeResourceTopology:
+    """The object an emulated node publishes (``kubeletemu nrt``), as a scheduler reads it."""
+    return NodeResourceTopology(
+        name=topology.name,
+        zones=tuple(
+            Zone(
+                name=z.name,
+                type=z.type,
+                costs=tuple(CostInfo(c.name, c.value) for c in z.costs),
+                attributes=tuple(AttributeInfo(a.name, a.value) for a in z.attributes),
+                resources=tuple(
+                    ResourceInfo(r.name, Quantity(r.capacity), Quantity(r.allocatable), Quantity(r.available))
+                    for r in z.resources
+                ),
+            )
+            for z in topology.zones
+        ),
+        attributes=tuple(AttributeInfo(a.name, a.value) for a in topology.attributes),
+        annotations=MappingProxyType(dict(topology.annotations)),
+    )
+
+
+def nodes_in_order(cluster: Cluster) -> Iterable[str]:
+    return iter(cluster.node_names)
