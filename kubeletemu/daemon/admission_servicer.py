@@ -30,7 +30,10 @@ from kubeletemu.daemon.metrics import ALIGNED_NUMA_NODE, KubeletMetrics
 from kubeletemu.emulator import HANDLER_RESOURCE_ALLOCATOR, AdmissionReport, NodeEmulator
 from kubeletemu.podresources import nrt, view
 from kubeletemu.podresources.fingerprint import METHOD_WITH_EXCLUSIVE_RESOURCES, parse_method
+from kubeletemu.scheduler import live
 from kubeletemu.scheduler.leastnumanodes import least_numa_nodes_for_node
+from kubeletemu.scheduler.objects import Cluster, parse_objects
+from kubeletemu.scheduler.profile import load_profile, profiles_from_text, schedule
 from kubeletemu.shadow import READ_ONLY_MESSAGE, ShadowReport
 from kubeletemu.simulate import render_chart, render_json, render_table
 from kubeletemu.simulate.spec import LiveSimulation, parse_live_simulation
@@ -219,6 +222,20 @@ class AdmissionServicer(pb_grpc.AdmissionServicer):
             self.emulator(), pod, request.scope or None, request.max_numa_nodes or None
         )
         return convert.least_numa_nodes_msg(result)
+
+    @serialized
+    def Schedule(self, request: pb.ScheduleRequest, context: Any) -> pb.ScheduleResponse:
+        """The scheduler-side models on this node and the objects given (``kubeletemu.scheduler``)."""
+        pod = convert.pods_from_source(request.pod)[0]
+        cluster = Cluster()
+        for obj in parse_objects(request.objects, "objects"):
+            cluster.add(obj)
+        profile = (
+            profiles_from_text(request.scheduler_config, request.profile or None)
+            if request.scheduler_config
+            else load_profile(None, request.profile or None)
+        )
+        return convert.schedule_msg(schedule(pod, live.with_node(self.emulator(), cluster), profile))
 
     def _observe(self, emulator: NodeEmulator, report: AdmissionReport, seconds: float) -> None:
         """The kubelet's Topology Manager admission metrics, counted where it counts them: admission errors

@@ -18,6 +18,7 @@ from kubeletemu.node_topology import NodeTopologyReport
 from kubeletemu.pod import Pod, compute_qos
 from kubeletemu.podresources import nrt
 from kubeletemu.podresources.fingerprint import Status
+from kubeletemu.scheduler.framework import Decision
 from kubeletemu.scheduler.leastnumanodes import LeastNUMAResult
 from kubeletemu.topologymanager import ProviderHints, TopologyHint
 
@@ -275,5 +276,24 @@ def least_numa_nodes_msg(result: LeastNUMAResult) -> pb.LeastNUMANodesResponse:
                 min_distance=r.min_distance,
             )
             for name, r in result.requests
+        ],
+    )
+
+
+def schedule_msg(decision: Decision) -> pb.ScheduleResponse:
+    pod = decision.pod
+    return pb.ScheduleResponse(
+        pod=f"{pod.namespace}/{pod.name}",
+        chosen=decision.chosen or "",
+        nodes=[
+            pb.NodeVerdict(
+                name=v.name,
+                fits=v.fits,
+                reason=v.status.message,
+                score=v.score,
+                policy=v.policy,
+                error="" if v.crash is None else str(v.crash),
+            )
+            for v in decision.nodes
         ],
     )

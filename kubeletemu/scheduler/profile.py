@@ -224,6 +224,16 @@ def parse_profiles(text: str, source: str) -> dict[str, Profile]:
     return profiles
 
 
+def profiles_from_text(text: str, name: str | None, source: str = "scheduler config") -> Profile:
+    """The named profile (the first when unnamed) of a configuration given as text."""
+    profiles = parse_profiles(text, source)
+    if name is None:
+        return next(iter(profiles.values()))
+    if name not in profiles:
+        raise ConfigError(f"{source}: no profile {go_quote(name)} (profiles: {', '.join(profiles)})")
+    return profiles[name]
+
+
 def load_profile(path: str | None, name: str | None) -> Profile:
     """The named profile of the file (the first when unnamed), or the default profile without a file."""
     if path is None:
@@ -236,12 +246,7 @@ def load_profile(path: str | None, name: str | None) -> Profile:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as err:
         raise ConfigError(f"{path}: cannot read: {err.strerror or err}") from None
-    profiles = parse_profiles(text, path)
-    if name is None:
-        return next(iter(profiles.values()))
-    if name not in profiles:
-        raise ConfigError(f"{path}: no profile {go_quote(name)} (profiles: {', '.join(profiles)})")
-    return profiles[name]
+    return profiles_from_text(text, name, path)
 
 
 # ---- one scheduling cycle ----------------------------------------------------------------------------

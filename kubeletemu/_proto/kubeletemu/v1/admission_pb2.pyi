@@ -579,3 +579,41 @@ class SimulateResponse(_message.Message):
     table: str
     png: bytes
     def __init__(self, json: _Optional[str] = ..., table: _Optional[str] = ..., png: _Optional[bytes] = ...) -> None: ...
+
+class ScheduleRequest(_message.Message):
+    __slots__ = ("pod", "objects", "scheduler_config", "profile")
+    POD_FIELD_NUMBER: _ClassVar[int]
+    OBJECTS_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULER_CONFIG_FIELD_NUMBER: _ClassVar[int]
+    PROFILE_FIELD_NUMBER: _ClassVar[int]
+    pod: PodSource
+    objects: str
+    scheduler_config: str
+    profile: str
+    def __init__(self, pod: _Optional[_Union[PodSource, _Mapping]] = ..., objects: _Optional[str] = ..., scheduler_config: _Optional[str] = ..., profile: _Optional[str] = ...) -> None: ...
+
+class NodeVerdict(_message.Message):
+    __slots__ = ("name", "fits", "reason", "score", "policy", "error")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    FITS_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    POLICY_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    fits: bool
+    reason: str
+    score: int
+    policy: str
+    error: str
+    def __init__(self, name: _Optional[str] = ..., fits: _Optional[bool] = ..., reason: _Optional[str] = ..., score: _Optional[int] = ..., policy: _Optional[str] = ..., error: _Optional[str] = ...) -> None: ...
+
+class ScheduleResponse(_message.Message):
+    __slots__ = ("pod", "nodes", "chosen")
+    POD_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    CHOSEN_FIELD_NUMBER: _ClassVar[int]
+    pod: str
+    nodes: _containers.RepeatedCompositeFieldContainer[NodeVerdict]
+    chosen: str
+    def __init__(self, pod: _Optional[str] = ..., nodes: _Optional[_Iterable[_Union[NodeVerdict, _Mapping]]] = ..., chosen: _Optional[str] = ...) -> None: ...

@@ -90,6 +90,11 @@ class AdmissionStub:
                 request_serializer=kubeletemu_dot_v1_dot_admission__pb2.SimulateRequest.SerializeToString,
                 response_deserializer=kubeletemu_dot_v1_dot_admission__pb2.SimulateResponse.FromString,
                 _registered_method=True)
+        self.Schedule = channel.unary_unary(
+                '/kubeletemu.v1.Admission/Schedule',
+                request_serializer=kubeletemu_dot_v1_dot_admission__pb2.ScheduleRequest.SerializeToString,
+                response_deserializer=kubeletemu_dot_v1_dot_admission__pb2.ScheduleResponse.FromString,
+                _registered_method=True)
 
 
 class AdmissionServicer:
@@ -182,6 +187,15 @@ class AdmissionServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Schedule(self, request, context):
+        """Schedule asks the scheduler-side models where a pod would go: this node (its NodeResourceTopology as
+        `nrt` publishes it, its Node allocatable and its pods) first, then the nodes of the objects given,
+        under a KubeSchedulerConfiguration profile. Bad objects or configuration are INVALID_ARGUMENT.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdmissionServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -239,6 +253,11 @@ def add_AdmissionServicer_to_server(servicer, server):
                     servicer.Simulate,
                     request_deserializer=kubeletemu_dot_v1_dot_admission__pb2.SimulateRequest.FromString,
                     response_serializer=kubeletemu_dot_v1_dot_admission__pb2.SimulateResponse.SerializeToString,
+            ),
+            'Schedule': grpc.unary_unary_rpc_method_handler(
+                    servicer.Schedule,
+                    request_deserializer=kubeletemu_dot_v1_dot_admission__pb2.ScheduleRequest.FromString,
+                    response_serializer=kubeletemu_dot_v1_dot_admission__pb2.ScheduleResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -539,6 +558,33 @@ class Admission:
             '/kubeletemu.v1.Admission/Simulate',
             kubeletemu_dot_v1_dot_admission__pb2.SimulateRequest.SerializeToString,
             kubeletemu_dot_v1_dot_admission__pb2.SimulateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Schedule(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kubeletemu.v1.Admission/Schedule',
+            kubeletemu_dot_v1_dot_admission__pb2.ScheduleRequest.SerializeToString,
+            kubeletemu_dot_v1_dot_admission__pb2.ScheduleResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,32 @@
+"""An emulated node as the scheduler sees it: the NodeResourceTopology its exporter would publish
+(:func:`kubeletemu.podresources.nrt.node_resource_topology`), a Node object with its allocatable, and its
+admitted pods bound to it. The daemon's ``Schedule`` puts it first among the nodes it is asked about."""
+
+from __future__ import annotations
+
+import dataclasses
+from types import MappingProxyType
+
+from kubeletemu.emulator import NodeEmulator
+from kubeletemu.podresources import nrt, view
+from kubeletemu.scheduler.framework import NodeInfo
+from kubeletemu.scheduler.objects import Cluster, Node, from_node_side
+
+
+def node_info(emulator: NodeEmulator) -> NodeInfo:
+    name = view.node_name(emulator.config)
+    node = Node(name=name, allocatable=MappingProxyType(dict(emulator.allocatable.allocatable)))
+    pods = tuple(dataclasses.replace(pod, node_name=name) for pod, _ in emulator.pods())
+    return NodeInfo(name, node, from_node_side(nrt.node_resource_topology(emulator)), pods)
+
+
+def with_node(emulator: NodeEmulator, cluster: Cluster) -> list[NodeInfo]:
+    """This node first, then the cluster's nodes; the cluster may not name this node."""
+    own = node_info(emulator)
+    if own.name in cluster.node_names:
+        raise ValueError(f"the objects name node {own.name!r}, which is this daemon's own node")
+    others = [
+        NodeInfo(n, cluster.nodes.get(n), cluster.topologies.get(n), tuple(cluster.pods_on(n)))
+        for n in cluster.node_names
+    ]
+    return [own, *others]
