@@ -8,11 +8,26 @@ every node, Score only on the nodes that passed, and a model that would panic on
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from kubeletemu.pod import Pod
 from kubeletemu.scheduler.objects import Node, NodeResourceTopology
+
+T = TypeVar("T")
+
+
+def memo(obj: object, key: str, compute: Callable[[], T]) -> T:
+    """A value derived from a frozen object (a pod, a node), kept on it: what the scheduler's PreFilter
+    state and NodeInfo caches hold, computed once per object instead of once per (pod, node) pair. Kept in
+    the instance's ``__dict__``, outside its fields, so equality and ``replace`` are unaffected."""
+    store = obj.__dict__
+    if key not in store:
+        store[key] = compute()
+    value: T = store[key]
+    return value
+
 
 # framework.Code values the models return.
 SUCCESS = "Success"

@@ -40,7 +40,7 @@ from kubeletemu.lifecycle.resources import (
 )
 from kubeletemu.pod import Container, Pod
 from kubeletemu.quantity import Quantity
-from kubeletemu.scheduler.framework import NodeInfo, Status
+from kubeletemu.scheduler.framework import NodeInfo, Status, memo
 
 NAME = "NodeResourcesFit"
 LEAST_ALLOCATED = "LeastAllocated"
@@ -172,13 +172,14 @@ class NodeResourcesFit:
         return ""  # NUMA-blind
 
     def filter(self, pod: Pod, node: NodeInfo) -> Status:
-        allocatable = Resource.from_list(node_allocatable(node))
-        requested = Resource()
-        for placed in node.pods:
-            requested.add(pod_request_list(placed))
-        pod_request = Resource.from_list(pod_request_list(pod))
-        for name in [n for n in pod_request.scalar_resources if _ignored(n, self.args)]:
-            del pod_request.scalar_resources[name]
+        allocatable = memo(node, "fit_allocatable", lambda: Resource.from_list(node_allocatable(node)))
+        requested = memo(node, "fit_requested", lambda: _requested(node.pods))
+        pod_request = memo(pod, "fit_request", lambda: Resource.from_list(pod_request_list(pod)))
+        ignored = [n for n in pod_request.scalar_resources if _ignored(n, self.args)]
+        if ignored:
+            pod_request = Resource.from_list(pod_request_list(pod))
+            for name in ignored:
+                del pod_request.scalar_resources[name]
         failures = fits_request(
             pod_request, allocatable, requested, len(node.pods), dra_extended_resource=False
         )
@@ -187,10 +188,12 @@ class NodeResourcesFit:
         return Status.unschedulable(*(f.scheduler_reason for f in failures))
 
     def score(self, pod: Pod, node: NodeInfo) -> int:
-        allocatable = node_allocatable(node)
-        pod_requests = non_zero_requests(pod)
-        placed_non_zero = _sum(non_zero_requests(p) for p in node.pods)
-        placed = _sum(pod_request_list(p) for p in node.pods)
+        allocatable = memo(node, "allocatable", lambda: node_allocatable(node))
+        pod_requests = memo(pod, "non_zero_requests", lambda: non_zero_requests(pod))
+        placed_non_zero = memo(
+            node, "non_zero_requested", lambda: _sum(non_zero_requests(p) for p in node.pods)
+        )
+        placed = memo(node, "requested", lambda: _sum(pod_request_list(p) for p in node.pods))
         scorer = least_requested_score if self.args.strategy == LEAST_ALLOCATED else most_requested_score
         total = weights = 0
         for spec in self.args.resources:
@@ -204,6 +207,13 @@ class NodeResourcesFit:
             total += scorer(base.get(spec.name, 0) + asked, capacity) * spec.weight
             weights += spec.weight
         return total // weights if weights else 0
+
+
+def _requested(pods: Iterable[Pod]) -> Resource:
+    requested = Resource()
+    for placed in pods:
+        requested.add(pod_request_list(placed))
+    return requested
 
 
 def _sum(lists: Iterable[Mapping[str, Fraction]]) -> dict[str, int]:
@@ -237,12 +247,12 @@ class NodeResourcesBalancedAllocation:
         return Status()  # a score plugin only
 
     def score(self, pod: Pod, node: NodeInfo) -> int:
-        pod_requests = pod_request_list(pod)
+        pod_requests = memo(pod, "requests", lambda: pod_request_list(pod))
         asked = [_amount(spec.name, pod_requests) for spec in self.resources]
         if not any(asked):
             return 0  # PreScore skips best-effort pods
-        allocatable = node_allocatable(node)
-        placed = _sum(pod_request_list(p) for p in node.pods)
+        allocatable = memo(node, "allocatable", lambda: node_allocatable(node))
+        placed = memo(node, "requested", lambda: _sum(pod_request_list(p) for p in node.pods))
         fractions = []
         for spec, request in zip(self.resources, asked, strict=True):
             if request == 0 and is_scalar_resource_name(spec.name):
