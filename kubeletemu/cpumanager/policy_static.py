@@ -398,7 +398,18 @@ class StaticPolicy:
         bubble = self.allocate_cpus(state, total, hint.affinity, CPUSet())
         self._count_allocation(bubble)
         state.set_pod_cpu_set(pod.uid, bubble)
+        try:
+            self._partition_bubble(state, pod, containers, bubble)
+        except Exception:
+            # From here the pod owned the whole bubble: a failed partition gives every CPU back to the
+            # shared pool, or they would leak out of it for good (kubernetes#141261's rollback).
+            state.set_default_cpu_set(state.get_default_cpu_set() | bubble)
+            state.delete_pod(pod.uid)
+            self.update_metrics_from_state(state)
+            raise
 
+    def _partition_bubble(self, state: State, pod: Pod, containers: list[Container], bubble: CPUSet) -> None:
+        """Carve the bubble: exclusive slices for Guaranteed-CPU containers, the rest shared."""
         exclusive: dict[str, CPUSet] = {}
         sidecar_cpus = CPUSet()
         for init in pod.init_containers:

@@ -274,3 +274,18 @@ def test_pod_level_resources_without_the_gate_are_left_alone() -> None:
     assert cpu.get_pod_topology_hints(p) is None
     assert tm.admit(p) == PodAdmitResult(True)
     assert cpu.get_assignments() == {}
+
+
+def test_a_failed_bubble_partition_gives_every_cpu_back() -> None:
+    """Budget 3 for two 2-CPU exclusive containers: the 3-CPU bubble is taken, the second slice cannot be
+    carved. Master rolls the bubble back to the shared pool (kubernetes#141261); before, it leaked."""
+    tm, cpu = _pod_level_managers("best-effort", PLRM)
+    before = str(cpu.get_default_cpu_set())
+    p = pod_level("p", 3, [container("a", 2), container("b", 2)])
+    assert not tm.admit(p).admit
+    assert str(cpu.get_default_cpu_set()) == before == "0-11"
+    assert cpu.state.get_pod_cpu_set("p") is None
+    assert cpu.get_assignments() == {}
+    # The CPUs are usable: a pod that needs all eleven allocatable CPUs still gets them.
+    whole = pod_level("w", 11, [container("a", 11)])
+    assert tm.admit(whole).admit
