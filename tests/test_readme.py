@@ -42,6 +42,7 @@ KINDS = {
     "client",
     "podresources",
     "simulate",
+    "schedule",
     "systemd",
     "needs-kubelet",
     "benchmarks",
@@ -241,6 +242,7 @@ def test_quickstart_then_its_next_steps_and_the_client_examples(tmp_path: Path) 
             ),
             ("podresources", ["pfp0v001", "apiVersion: topology.node.k8s.io/v1alpha2", "node-0"]),
             ("simulate", ["simulation on synthetic: 4 configuration(s)"]),
+            ("schedule", ["prod/web: scheduled on ", '"chosen": "']),
         ):
             for example in of_kind(kind):
                 out = _run(f"{export}\n{example.body}", checkout, env)

@@ -14,8 +14,9 @@ container without a cpu (memory) request counts 100m (200Mi) — plus the pod's;
 allocatable`` (requested capped at allocatable); a resource the node has none of, or an extended resource
 the pod does not ask for, is left out; the weighted sum is divided by the weights' sum (integer division).
 
-A node known only from its NodeResourceTopology has, as allocatable, the sum of its zones' allocatable
-(``pods`` only if a zone publishes it, so such a node fits no pod: pass Node objects for this model).
+A node known only from its NodeResourceTopology has, as allocatable, the sum of its zones' allocatable, and
+no pod-count limit unless a zone publishes ``pods`` (a real scheduler always has the Node object; give
+Node objects to compare the pod count too).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from kubeletemu.lifecycle.predicate import fits_request
 from kubeletemu.lifecycle.resources import (
     CPU,
     MEMORY,
+    PODS,
     Resource,
     is_scalar_resource_name,
     milli_value,
@@ -47,6 +49,8 @@ LEAST_ALLOCATED = "LeastAllocated"
 MOST_ALLOCATED = "MostAllocated"
 STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED)
 MAX_NODE_SCORE = 100
+# A node known only from its NRT publishes no pod count: the count is not what this check is about.
+UNKNOWN_POD_LIMIT = 2**31 - 1
 # schedutil.DefaultMilliCPURequest, DefaultMemoryRequest: what a container without a request counts as.
 DEFAULT_MILLI_CPU_REQUEST = 100
 DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
@@ -172,7 +176,7 @@ class NodeResourcesFit:
         return ""  # NUMA-blind
 
     def filter(self, pod: Pod, node: NodeInfo) -> Status:
-        allocatable = memo(node, "fit_allocatable", lambda: Resource.from_list(node_allocatable(node)))
+        allocatable = memo(node, "fit_allocatable", lambda: _fit_allocatable(node))
         requested = memo(node, "fit_requested", lambda: _requested(node.pods))
         pod_request = memo(pod, "fit_request", lambda: Resource.from_list(pod_request_list(pod)))
         ignored = [n for n in pod_request.scalar_resources if _ignored(n, self.args)]
@@ -207,6 +211,13 @@ class NodeResourcesFit:
             total += scorer(base.get(spec.name, 0) + asked, capacity) * spec.weight
             weights += spec.weight
         return total // weights if weights else 0
+
+
+def _fit_allocatable(node: NodeInfo) -> Resource:
+    resource = Resource.from_list(node_allocatable(node))
+    if node.node is None and PODS not in node_allocatable(node):
+        resource.allowed_pod_number = UNKNOWN_POD_LIMIT
+    return resource
 
 
 def _requested(pods: Iterable[Pod]) -> Resource:

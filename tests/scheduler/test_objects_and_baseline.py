@@ -152,6 +152,12 @@ def test_node_resources_fit_filter_reasons() -> None:
     )
     full = NodeInfo("n", full.node, None, (pod(),))
     assert fit.filter(big, full).reasons == ("Too many pods", "Insufficient example.com/gpu")
+    # Only its NRT known: allocatable is the zones' sum (15 CPUs, 15Gi), and no pod-count limit.
+    nrt_only = NodeInfo("node-a", None, by_name["node-a"].topology, ())
+    assert fit.filter(pod(), nrt_only).ok
+    assert fit.filter(pod(POD.replace("memory: 1Gi", "memory: 16Gi")), nrt_only).reasons == (
+        "Insufficient memory",
+    )
     ignoring = NodeResourcesFit(NodeResourcesFitArgs(ignored_resource_groups=frozenset({"example.com"})))
     assert ignoring.filter(big, full).reasons == ("Too many pods",)
 
