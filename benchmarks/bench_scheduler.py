@@ -23,7 +23,8 @@ from benchmarks._timing import fmt, measure
 from kubeletemu.manifest import parse_pods
 from kubeletemu.pod import Pod
 from kubeletemu.quantity import Quantity
-from kubeletemu.scheduler.catalog import profiles
+from kubeletemu.scheduler.catalog import Setup
+from kubeletemu.scheduler.catalog import setups as all_setups
 from kubeletemu.scheduler.framework import Model, NodeInfo
 from kubeletemu.scheduler.measure import measure as agreement
 from kubeletemu.scheduler.objects import (
@@ -34,7 +35,6 @@ from kubeletemu.scheduler.objects import (
     ResourceInfo,
     Zone,
 )
-from kubeletemu.scheduler.profile import Profile
 
 
 def big_cluster(nodes: int, zones: int, rng: random.Random) -> list[NodeInfo]:
@@ -87,12 +87,16 @@ spec:
 """
 
 
+def _short(text: str, limit: int = 160) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--nodes", type=int, default=400)
     parser.add_argument("--pods-per-node", type=int, default=50)
     args = parser.parse_args()
-    setups = profiles()
+    setups = all_setups()
 
     started = time.perf_counter()
     results = agreement(setups, nodes=args.nodes, pods_per_node=args.pods_per_node)
@@ -118,9 +122,9 @@ def main() -> None:
     )
     for label, counts in results.items():
         for kind, (_, example) in sorted(counts.examples.items()):
+            model, kubelet = _short(example.model), _short(example.kubelet)
             print(
-                f"  {label} {kind}: {example.node}, pod [{example.pod}]: model {example.model!r}, "
-                f"kubelet {example.kubelet!r}"
+                f"  {label} {kind}: {example.node}, pod [{example.pod}]: model {model!r}, kubelet {kubelet!r}"
             )
 
     [pod] = parse_pods(POD)
@@ -134,11 +138,12 @@ def main() -> None:
         print(f"  {label:<44} {fmt(median)} {fmt(p90)}   x{median / baseline:5.1f}")
 
 
-def models(setups: list[tuple[str, Profile]]) -> list[tuple[str, Model]]:
+def models(setups: list[Setup]) -> list[tuple[str, Model]]:
     """NodeResourcesFit, then the NUMA-aware model of each setup (the default plugins beside it left out)."""
     out: list[tuple[str, Model]] = []
-    for label, profile in setups:
-        for model in profile.models:
+    for setup in setups:
+        label = setup.label
+        for model in setup.profile.models:
             if model.name == "NodeResourcesFit" and not out:
                 out.append(("NodeResourcesFit", model))
             elif model.name not in ("NodeResourcesFit", "NodeResourcesBalancedAllocation"):

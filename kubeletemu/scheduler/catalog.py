@@ -4,6 +4,9 @@ benchmark; the fleet's matrix names them the same way)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from kubeletemu.scheduler.live import FLAVOUR_KOORDLET, FLAVOUR_RTE
 from kubeletemu.scheduler.profile import MODELS, Profile, default_profile, parse_profiles
 
 _TEMPLATE = """\
@@ -39,11 +42,21 @@ def setup_config(label: str) -> str:
     return _TEMPLATE.format(name=label.replace("/", "-").lower(), plugin=plugin, args=args)
 
 
-def profiles() -> list[tuple[str, Profile]]:
+@dataclass(frozen=True)
+class Setup:
+    """A scheduler configuration and the exporter whose NRTs it reads (Koordinator reads koordlet's)."""
+
+    label: str
+    profile: Profile
+    flavour: str = FLAVOUR_RTE
+
+
+def setups() -> list[Setup]:
     """The default scheduler, then every setup whose plugin is modelled, on top of the default plugins."""
-    out = [("NodeResourcesFit (default)", default_profile())]
+    out = [Setup("NodeResourcesFit (default)", default_profile())]
     for label, (plugin, _) in SETUPS.items():
         if plugin in MODELS:
             [profile] = parse_profiles(setup_config(label), label).values()
-            out.append((label, profile))
+            flavour = FLAVOUR_KOORDLET if plugin.startswith("NodeNUMAResource") else FLAVOUR_RTE
+            out.append(Setup(label, profile, flavour))
     return out

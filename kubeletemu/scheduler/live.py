@@ -12,11 +12,24 @@ from kubeletemu.podresources import nrt, view
 from kubeletemu.scheduler.framework import NodeInfo
 from kubeletemu.scheduler.objects import Cluster, Node, from_node_side
 
+# Which exporter publishes the node's NRT: resource-topology-exporter (and nfd-topology-updater, the same
+# zones), which NodeResourceTopologyMatch reads; or koordlet, which Koordinator's NodeNUMAResource reads.
+FLAVOUR_RTE = "rte"
+FLAVOUR_KOORDLET = "koordlet"
+FLAVOURS = (FLAVOUR_RTE, FLAVOUR_KOORDLET)
 
-def node_info(emulator: NodeEmulator) -> NodeInfo:
+
+def node_info(emulator: NodeEmulator, flavour: str = FLAVOUR_RTE) -> NodeInfo:
+    """The node with its NRT in the exporter ``flavour`` (RTE's by default)."""
     name = view.node_name(emulator.config)
     node = Node(name=name, allocatable=MappingProxyType(dict(emulator.allocatable.allocatable)))
     pods = tuple(dataclasses.replace(pod, node_name=name) for pod, _ in emulator.pods())
+    if flavour == FLAVOUR_KOORDLET:
+        from kubeletemu.scheduler.koordinator.koordlet import koordlet_node_resource_topology
+
+        return NodeInfo(name, node, koordlet_node_resource_topology(emulator), pods)
+    if flavour != FLAVOUR_RTE:
+        raise ValueError(f"exporter flavour {flavour!r}: expected one of {', '.join(FLAVOURS)}")
     return NodeInfo(name, node, from_node_side(nrt.node_resource_topology(emulator)), pods)
 
 

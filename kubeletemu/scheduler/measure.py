@@ -17,7 +17,7 @@ with the smallest example of each kind of error (fewest CPUs requested, then fir
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kubeletemu.config import parse_config
@@ -26,8 +26,9 @@ from kubeletemu.machine import Machine
 from kubeletemu.manifest import parse_pods
 from kubeletemu.pod import Pod
 from kubeletemu.scheduler import live
+from kubeletemu.scheduler.catalog import Setup
 from kubeletemu.scheduler.framework import NodeInfo
-from kubeletemu.scheduler.profile import Profile, evaluate
+from kubeletemu.scheduler.profile import evaluate
 from kubeletemu.simulate.topology import TopologySource, synthetic_shape
 
 POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
@@ -58,11 +59,15 @@ devices:
 
 @dataclass(frozen=True)
 class ExactNode:
-    """An emulated node and what a scheduler sees of it."""
+    """An emulated node and what a scheduler sees of it, per exporter flavour."""
 
     label: str  # shape, policy, scope
     emulator: NodeEmulator
-    info: NodeInfo
+    infos: Mapping[str, NodeInfo]
+
+    @property
+    def info(self) -> NodeInfo:
+        return self.infos[live.FLAVOUR_RTE]
 
 
 @dataclass
@@ -143,7 +148,7 @@ def exact_nodes(count: int, seed: int) -> Iterator[ExactNode]:
         for p in range(rng.randint(0, 12)):
             emulator.admit(random_pod(rng, f"{name}-p{p}"))
         label = f"{numa}-NUMA {policy}/{scope}"
-        yield ExactNode(label, emulator, live.node_info(emulator))
+        yield ExactNode(label, emulator, {f: live.node_info(emulator, f) for f in live.FLAVOURS})
 
 
 def _requested_cpus(pod: Pod) -> int:
@@ -157,10 +162,11 @@ def _describe(pod: Pod) -> str:
 
 
 def measure(
-    profiles: Sequence[tuple[str, Profile]], nodes: int = 400, pods_per_node: int = 50, seed: int = 1
+    setups: Sequence[Setup], nodes: int = 400, pods_per_node: int = 50, seed: int = 1
 ) -> dict[str, Confusion]:
-    """The confusion matrix of every profile over ``nodes * pods_per_node`` (pod, node) pairs."""
-    results = {label: Confusion() for label, _ in profiles}
+    """The confusion matrix of every setup over ``nodes * pods_per_node`` (pod, node) pairs, each reading
+    the node's NRT in its exporter's flavour."""
+    results = {setup.label: Confusion() for setup in setups}
     rng = random.Random(seed + 1)
     for exact in exact_nodes(nodes, seed):
         for i in range(pods_per_node):
@@ -168,9 +174,9 @@ def measure(
             truth = exact.emulator.would_admit(pod)
             kubelet = "admit" if truth.admitted else f"{truth.reason}: {truth.message}"
             weight = _requested_cpus(pod)
-            for label, profile in profiles:
-                verdict = evaluate(pod, exact.info, profile)
-                counts = results[label]
+            for setup in setups:
+                verdict = evaluate(pod, exact.infos[setup.flavour], setup.profile)
+                counts = results[setup.label]
                 example = Example(exact.label, _describe(pod), verdict.status.message or "fits", kubelet)
                 if verdict.crash is not None:
                     counts.crash += 1

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kubeletemu.scheduler.catalog import profiles
+from kubeletemu.scheduler.catalog import Setup, setups
 from kubeletemu.scheduler.measure import POLICIES, SCOPES, SHAPES, exact_nodes, measure
 from kubeletemu.scheduler.profile import default_profile
 
@@ -22,7 +22,7 @@ def test_exact_nodes_cover_every_shape_policy_and_scope() -> None:
 def test_the_numa_blind_baseline_only_errs_by_letting_pods_through() -> None:
     """NodeResourcesFit runs the kubelet's own node-fit check, so it never rejects a pod the kubelet would
     admit; what it misses is NUMA alignment (and the managers' own refusals)."""
-    [(_, counts)] = measure([("fit", default_profile())], nodes=24, pods_per_node=10, seed=5).items()
+    [(_, counts)] = measure([Setup("fit", default_profile())], nodes=24, pods_per_node=10, seed=5).items()
     assert counts.total == 240 and counts.crash == 0
     assert counts.false_reject == 0
     assert counts.false_fit > 0 and counts.agree_fit > 0 and counts.agree_reject > 0
@@ -31,5 +31,8 @@ def test_the_numa_blind_baseline_only_errs_by_letting_pods_through() -> None:
 
 
 def test_the_catalog_starts_with_the_default_scheduler() -> None:
-    labels = [label for label, _ in profiles()]
-    assert labels[0] == "NodeResourcesFit (default)"
+    catalog = setups()
+    assert catalog[0].label == "NodeResourcesFit (default)"
+    # Each setup reads the NRT its cluster's exporter publishes.
+    assert {s.label: s.flavour for s in catalog}["NodeNUMAResource"] == "koordlet"
+    assert {s.label: s.flavour for s in catalog}["NodeResourceTopologyMatch/LeastNUMANodes"] == "rte"
