@@ -298,6 +298,29 @@ class ContainerManager:
                 held.setdefault(uid, []).append(what)
         return held
 
+    def checkpoint_files(self) -> list[Path]:
+        """The kubelet-format checkpoints this manager keeps (none when its state is in memory)."""
+        paths = [getattr(self.cpus.state, "path", None), getattr(self.memory.state, "path", None)]
+        paths.append(self.devices.checkpoint_path)
+        return [p for p in paths if isinstance(p, Path)]
+
+    def restore_checkpoints(self, files: Mapping[Path, bytes], admitted: Iterable[str]) -> None:
+        """Go back to the checkpoints' content in ``files`` (a missing device checkpoint: nothing
+        allocated), writing nothing; the stored hints of pods not ``admitted`` go. The daemon's undo of
+        calls whose files could not be written: the managers then hold what a restart would read."""
+        keep = set(admitted)
+        cpu_path = getattr(self.cpus.state, "path", None)
+        memory_path = getattr(self.memory.state, "path", None)
+        # The CPU and memory checkpoints exist from the managers' start: one missing here is a bug.
+        if isinstance(cpu_path, Path):
+            self.cpus.restore_checkpoint(files[cpu_path], keep)
+        if isinstance(memory_path, Path):
+            self.memory.restore_checkpoint(files[memory_path], keep)
+        if self.devices.checkpoint_path is not None:
+            self.devices.restore_allocations(files.get(self.devices.checkpoint_path), keep)
+        for uid in [uid for uid in self.topology.scope.pod_topology_hints if uid not in keep]:
+            self.topology.remove_pod(uid)
+
     def restore_affinity(self, pod: Pod, container: str, hint: TopologyHint) -> None:
         self.topology.scope.set_topology_hints(pod.uid, container, hint)
 

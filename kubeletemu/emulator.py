@@ -8,6 +8,7 @@ decides the reason. A refused pod holds nothing afterwards.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -239,6 +240,25 @@ class NodeEmulator:
             self.cm.release(uid)
             self.registry.remove(uid)
         return entry.pod
+
+    # ---- the saved state --------------------------------------------------------------------------
+
+    def state_files(self) -> list[Path]:
+        """The files the saved state is made of, as they are on disk now: the managers' checkpoints and
+        the registry's pod files (empty for a node in memory)."""
+        return [*self.cm.checkpoint_files(), *self.registry.files()]
+
+    def restore_state(self, files: Mapping[Path, bytes]) -> None:
+        """Hold what ``files`` (path -> content, as ``state_files`` would read them) say, writing
+        nothing: the pods, the managers' states and the stored hints a restart on these files would
+        restore. The daemon undoes with it the calls whose files could not be made durable, going back to
+        the last files that were."""
+        directory = self.registry.directory
+        self.registry.restore({p: body for p, body in files.items() if p.parent == directory})
+        self.cm.restore_checkpoints(files, self.registry.uids())
+        for entry in self.registry:
+            for name, hint in entry.affinity.items():
+                self.cm.restore_affinity(entry.pod, name, hint)
 
     def get_affinity(self, pod_uid: str, container_name: str) -> TopologyHint:
         """The Store's ``GetAffinity``; an unknown pod or container is an error, not the zero hint."""

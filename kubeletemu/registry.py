@@ -102,12 +102,35 @@ class PodRegistry:
         # UIDs are RFC 4122 strings in practice; anything else is made a safe single path component.
         return self.directory / (uid.replace("/", "%2F").replace("\0", "") + ".json")
 
+    def files(self) -> list[Path]:
+        """The registry files on disk now (none when the registry is in memory)."""
+        if self.directory is None or not self.directory.is_dir():
+            return []
+        return sorted(self.directory.glob("*.json"))
+
+    def restore(self, files: Mapping[Path, bytes]) -> None:
+        """Hold what registry files' content says (path -> bytes), writing nothing: the daemon goes back
+        to the last durable files when later ones could not be written."""
+        self._pods.clear()
+        self._names.clear()
+        self.duplicate_names = []
+        self._take(sorted(files.items()))
+
     def _load(self, directory: Path) -> None:
-        entries = []
+        read = []
         for path in sorted(directory.glob("*.json")):
             try:
-                entries.append(_decode(json.loads(path.read_bytes())))
-            except (OSError, ValueError, KeyError, TypeError, ManifestError) as err:
+                read.append((path, path.read_bytes()))
+            except OSError as err:
+                raise RegistryError(f"{path}: corrupt pod registry entry: {err}") from None
+        self._take(read)
+
+    def _take(self, files: list[tuple[Path, bytes]]) -> None:
+        entries = []
+        for path, body in files:
+            try:
+                entries.append(_decode(json.loads(body)))
+            except (ValueError, KeyError, TypeError, ManifestError) as err:
                 raise RegistryError(f"{path}: corrupt pod registry entry: {err}") from None
         for entry in sorted(entries, key=lambda e: e.sequence):
             self._pods[entry.pod.uid] = entry

@@ -134,20 +134,97 @@ def test_writer_keeps_order_and_merges_what_queues_behind_a_pass(tmp_path: Path)
         writer.close()
 
 
-def test_writer_reports_a_failed_pass_and_goes_on(tmp_path: Path) -> None:
-    (tmp_path / "blocked").write_bytes(b"a file where a directory should be")
-    writer = CheckpointWriter()
+def test_a_failed_pass_fails_what_queued_behind_it_until_a_sync_restores_the_files(tmp_path: Path) -> None:
+    # Pass 1 succeeds. Pass 2 (two merged batches) fails part-way: "state" is written, "pods/b" is not.
+    # The batch queued behind it was decided on top of it: it fails too, unwritten. Nothing is written
+    # until sync() has put back what pass 1 left, and the writer then goes on.
+    state, pods = tmp_path / "state", tmp_path / "pods"
+    pods.mkdir()
+    release, broken = threading.Event(), threading.Event()
+    passes: list[WriteBatch] = []
+
+    def flaky_write(batch: WriteBatch) -> None:
+        passes.append(batch)
+        if len(passes) == 2:
+            assert release.wait(10)
+        for path, op in batch.ops.items():
+            if broken.is_set() and path.parent == pods:
+                raise CheckpointWriteError(28, f"cannot write {path}: No space left on device")
+            write_batch(WriteBatch({path: op}))
+
+    writer = CheckpointWriter(write=flaky_write)
     try:
-        failed = writer.submit(WriteBatch({tmp_path / "blocked" / "x": (b"x", 0o644)}))
-        with pytest.raises(CheckpointWriteError, match=r"cannot write .*blocked/x: Not a directory"):
-            failed.result(timeout=10)
-        writer.submit(WriteBatch({tmp_path / "ok": (b"ok", 0o644)})).result(timeout=10)
-        assert (tmp_path / "ok").read_bytes() == b"ok"
-        writer.drain().result(timeout=10)
+        writer.submit(WriteBatch({state: (b"1", 0o644), pods / "a": (b"a", 0o600)})).result(timeout=10)
+        assert writer.committed() == {state: b"1", pods / "a": b"a"}
+        broken.set()
+        failing = [
+            writer.submit(WriteBatch({state: (b"2", 0o644)})),
+            writer.submit(WriteBatch({state: (b"3", 0o644), pods / "b": (b"b", 0o600)})),
+        ]
+        while len(passes) < 2:
+            time.sleep(0.001)
+        # Held open: queued behind the failing pass.
+        later = writer.submit(WriteBatch({state: (b"4", 0o644), pods / "a": None}))
+        release.set()
+        for future in [*failing, later]:
+            with pytest.raises(CheckpointWriteError, match="No space left on device"):
+                future.result(timeout=10)
+        assert len(passes) == 2 and writer.failed_passes == 1
+        assert state.read_bytes() == b"3" and not (pods / "b").exists() and (pods / "a").exists()
+        assert writer.committed() == {state: b"1", pods / "a": b"a"}
+        assert isinstance(writer.failure, CheckpointWriteError)
+        # Refused without a pass while failed.
+        with pytest.raises(CheckpointWriteError):
+            writer.submit(WriteBatch({state: (b"5", 0o644)})).result(timeout=10)
+        assert len(passes) == 2
+        # A sync that fails keeps it failed; one that succeeds writes back what differs, and only that.
+        (pods / "b").write_bytes(b"left by the failed pass")
+        with pytest.raises(CheckpointWriteError):
+            writer.sync().result(timeout=10)
+        broken.clear()
+        assert writer.sync().result(timeout=10) == [pods / "b", state]
+        assert writer.failure is None and writer.failed_passes == 1
+        assert state.read_bytes() == b"1" and sorted(p.name for p in pods.iterdir()) == ["a"]
+        writer.submit(WriteBatch({state: (b"6", 0o644)})).result(timeout=10)
+        assert state.read_bytes() == b"6"
     finally:
         writer.close()
     with pytest.raises(WriterClosedError):
         writer.submit(WriteBatch())
+
+
+def test_writer_skips_files_that_already_hold_the_content(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    state.write_bytes(b"same")
+    os.chmod(state, 0o644)
+    inode = state.stat().st_ino
+    written: list[WriteBatch] = []
+
+    def recording(batch: WriteBatch) -> None:
+        written.append(batch)
+        write_batch(batch)
+
+    writer = CheckpointWriter(write=recording)
+    try:
+        # A start-up baseline read from disk: nothing differs, nothing is written.
+        assert writer.sync({state: (b"same", 0o644)}).result(timeout=10) == []
+        writer.submit(WriteBatch({state: (b"same", 0o644)})).result(timeout=10)
+        assert written == [] and state.stat().st_ino == inode
+        writer.submit(WriteBatch({state: (b"new", 0o644)})).result(timeout=10)
+        assert [list(b.ops) for b in written] == [[state]] and state.read_bytes() == b"new"
+        assert writer.passes == 2
+    finally:
+        writer.close()
+
+
+def test_probe_names_the_directory_that_takes_no_write(tmp_path: Path) -> None:
+    files.probe_writable(tmp_path)
+    assert list(tmp_path.iterdir()) == []
+    blocked = tmp_path / "blocked"
+    blocked.write_bytes(b"a file where a directory should be")
+    with pytest.raises(CheckpointWriteError) as info:
+        files.probe_writable(blocked / "pods")
+    assert str(info.value) == f"cannot write in {blocked / 'pods'}: Not a directory"
 
 
 def test_writer_close_writes_what_is_queued(tmp_path: Path) -> None:

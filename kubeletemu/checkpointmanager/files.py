@@ -4,7 +4,8 @@ The kubelet rewrites a checkpoint on every state change, several times per admis
 ``batched_writes()`` each file is written once, with its last content, when the block ends; content
 may be given as a callable so it is serialized only then. ``deferred_writes()`` collects the same way but
 leaves the writing to its caller (the daemon hands the batch to a ``CheckpointWriter``, which makes it
-durable off the event loop and answers the admission only then).
+durable off the event loop and answers the admission only then). ``probe_writable`` tells whether a
+directory takes a durable write now (a full or read-only filesystem, or missing permissions, says no).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ _sequence = itertools.count()
 # ".<name>.<pid>.<sequence>.tmp": what _write creates and renames away.
 _TEMPORARY = re.compile(r"\..+\.[0-9]+\.[0-9]+\.tmp")
 _OPEN_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+# A probe writes a page: the smallest write a full filesystem refuses.
+_PROBE_BYTES = 4096
 
 
 @dataclass(frozen=True)
@@ -168,14 +171,51 @@ def _create_temporary(directory: str, name: str, mode: int) -> tuple[int, str]:
                 return os.open(tmp, _OPEN_FLAGS, mode), tmp
 
 
-def remove_stale_temporaries(directory: Path) -> list[Path]:
+def read_file(path: Path) -> Op:
+    """A file's content and permission bits as ``write_file_atomic`` would leave them; None when absent."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(), os.stat(f.fileno()).st_mode & 0o7777
+    except FileNotFoundError:
+        return None
+
+
+def probe_writable(directory: Path) -> None:
+    """Make one durable write in ``directory`` and take it back (a temporary file: create, fill, fsync,
+    remove), as a checkpoint write would start. Raises ``CheckpointWriteError`` naming the directory."""
+    try:
+        fd, tmp = _create_temporary(os.fspath(directory), "kubeletemu-probe", 0o600)
+        try:
+            try:
+                os.write(fd, b"\0" * _PROBE_BYTES)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+    except OSError as err:
+        raise CheckpointWriteError(err.errno, f"cannot write in {directory}: {err.strerror or err}") from err
+
+
+def remove_stale_temporaries(
+    directory: Path, on_error: Callable[[Path, OSError], None] | None = None
+) -> list[Path]:
     """Delete the temporary files a killed writer left under ``directory`` (a write interrupted between
     creating its temporary file and renaming it); only the owner of the directory may call this, at
-    start-up, before writing. Returns what was removed."""
+    start-up, before writing. Returns what was removed. One that cannot be removed (a read-only
+    filesystem) is handed to ``on_error`` and left: nothing reads it, and it must not stop a start-up."""
     removed = []
     for path in sorted(directory.rglob(".*.tmp")) if directory.is_dir() else []:
         if _TEMPORARY.fullmatch(path.name) and path.is_file():
-            with contextlib.suppress(FileNotFoundError):
+            try:
                 path.unlink()
-                removed.append(path)
+            except FileNotFoundError:
+                continue
+            except OSError as err:
+                if on_error is None:
+                    raise
+                on_error(path, err)
+                continue
+            removed.append(path)
     return removed

@@ -3,7 +3,8 @@
 Exit statuses (one readable line on standard error for anything but 0):
 0 success; 1 a refusal or negative answer (a rejected pod, a pod that already exists or is not there, a
 divergence, a daemon that refused to start because another holds its socket or state); 2 a usage or input
-error (bad flags, an unreadable or invalid file, ``INVALID_ARGUMENT``); 3 the daemon is unreachable.
+error (bad flags, an unreadable or invalid file, ``INVALID_ARGUMENT``); 3 the daemon is unreachable. A
+daemon that answers ``UNAVAILABLE`` itself (its state directory cannot be written) has refused: 1.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from google.protobuf import json_format
 from hostprobe.parse import format_cpulist
 from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
 from kubeletemu._proto.kubeletemu.v1 import admission_pb2_grpc as pb_grpc
+from kubeletemu.daemon.refusals import is_state_refusal
 from kubeletemu.manifest import ManifestError, pod_to_manifest, read_pods
 from kubeletemu.pod import Pod
 
@@ -107,7 +109,7 @@ def call(method: Any, request: Any, socket: str, timeout: float = 30.0) -> Any:
     except grpc.RpcError as err:
         code = err.code()
         detail = err.details() or ""
-        if code == grpc.StatusCode.UNAVAILABLE:
+        if code == grpc.StatusCode.UNAVAILABLE and not is_state_refusal(err.trailing_metadata()):
             fail(f"cannot reach the daemon at {socket}: {detail}", EXIT_UNREACHABLE)
         if code in _INPUT_ERRORS:
             fail(f"{code.name}: {detail}", EXIT_USAGE)

@@ -21,6 +21,7 @@ from kubeletemu.cli.common import (
 )
 from kubeletemu.podresources.fingerprint import METHOD_WITH_EXCLUSIVE_RESOURCES, METHODS, METHODS_PUBLISHED
 from kubeletemu.podresources.nrt import RTE_UPDATE_PERIODIC, RTE_UPDATE_REACTIVE
+from kubeletemu.scheduler.live import FLAVOUR_RTE, FLAVOURS
 
 
 def _topology_table(doc: dict[str, Any]) -> str:
@@ -70,7 +71,9 @@ def cmd_nrt(args: argparse.Namespace) -> int:
     from kubeletemu.daemon.convert import nrt_from_msg
 
     socket = socket_path(args)
-    request = pb.GetNodeResourceTopologyRequest(fingerprint_method=args.method, update_trigger=args.update)
+    request = pb.GetNodeResourceTopologyRequest(
+        fingerprint_method=args.method, update_trigger=args.update, flavour=args.flavour
+    )
     manifest = nrt_from_msg(call(stub(socket).GetNodeResourceTopology, request, socket)).to_manifest()
     emit([manifest], args.output, _nrt_table)
     return EXIT_OK
@@ -110,5 +113,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         choices=(RTE_UPDATE_PERIODIC, RTE_UPDATE_REACTIVE),
         default=RTE_UPDATE_PERIODIC,
         help="the k8stopoawareschedwg/rte-update annotation: what triggered the scan (default %(default)s)",
+    )
+    nrt.add_argument(
+        "--flavour",
+        choices=FLAVOURS,
+        default=FLAVOUR_RTE,
+        help="which exporter's object: rte (resource-topology-exporter, read by NodeResourceTopologyMatch) "
+        "or koordlet (Koordinator's, read by NodeNUMAResource); default %(default)s",
     )
     nrt.set_defaults(func=cmd_nrt)

@@ -126,6 +126,23 @@ class CPUManager:
             for name in sorted(names):
                 self.remove_container_by_ref(pod_uid, name)
 
+    def restore_checkpoint(self, blob: bytes, admitted: Iterable[str]) -> None:
+        """Go back to a checkpoint's content, writing nothing (the daemon's undo of calls whose files
+        could not be written): the state, and what the policy keeps per pod for the ``admitted`` pods only,
+        as a restart would find it."""
+        with self._lock:
+            state = self.state
+            if not isinstance(state, CheckpointState):
+                raise CPUManagerError("the CPU manager's state is not checkpointed")
+            state.restore(blob)
+            keep = set(admitted)
+            self.container_map = {cid: ref for cid, ref in self.container_map.items() if ref[0] in keep}
+            if isinstance(self.policy, StaticPolicy):
+                reuse = self.policy.cpus_to_reuse
+                for uid in [uid for uid in reuse if uid not in keep]:
+                    del reuse[uid]
+                self.policy.update_metrics_from_state(state)
+
     def remove_stale_state(self, active_pods: Iterable[Pod]) -> None:
         """``removeStaleState``: forget containers that no active pod has any more."""
         with self._lock:

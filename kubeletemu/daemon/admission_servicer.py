@@ -3,6 +3,10 @@
 Calls are serialized, as the kubelet admits one pod at a time; what-if questions and reads take the same
 lock so they see a consistent node.
 
+Admit and RemovePod answer once the files they changed are durable (see :mod:`kubeletemu.daemon.state_disk`):
+a call whose files could not be written is undone and answered ``UNAVAILABLE``, and while the state
+directory cannot be written they are refused up front, ``UNAVAILABLE`` too; reads are always served.
+
 In shadow mode the node is the real kubelet's: Admit and RemovePod are refused (``FAILED_PRECONDITION``),
 everything else answers against the mirror, and ``GetShadowReport`` tells how it was built.
 
@@ -22,11 +26,13 @@ import grpc
 
 from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
 from kubeletemu._proto.kubeletemu.v1 import admission_pb2_grpc as pb_grpc
-from kubeletemu.checkpointmanager import CheckpointWriter, deferred_writes
+from kubeletemu.checkpointmanager import deferred_writes
 from kubeletemu.daemon import convert
 from kubeletemu.daemon.errors import engine_errors, serialized
 from kubeletemu.daemon.logging import get_logger
 from kubeletemu.daemon.metrics import ALIGNED_NUMA_NODE, KubeletMetrics
+from kubeletemu.daemon.refusals import STATE_NOT_WRITABLE_METADATA
+from kubeletemu.daemon.state_disk import StateDisk
 from kubeletemu.emulator import HANDLER_RESOURCE_ALLOCATOR, AdmissionReport, NodeEmulator
 from kubeletemu.podresources import nrt, view
 from kubeletemu.podresources.fingerprint import METHOD_WITH_EXCLUSIVE_RESOURCES, parse_method
@@ -45,10 +51,6 @@ log = get_logger("kubeletemu.admission")
 
 T = TypeVar("T")
 
-# The change was made in memory (later calls see it) but its files did not reach the disk, so a restart
-# would not know it; the error goes on to name the file and the reason.
-STATE_NOT_SAVED = "state not saved, the change holds only until the daemon restarts"
-
 NOT_SHADOWING_MESSAGE = (
     "not in shadow mode: this daemon emulates a node of its own; start it with --shadow (or shadow: true) "
     "beside a kubelet to mirror that kubelet"
@@ -62,7 +64,7 @@ class AdmissionServicer(pb_grpc.AdmissionServicer):
         lock: asyncio.Lock,
         metrics: KubeletMetrics,
         shadow_report: Callable[[], ShadowReport] | None = None,
-        writer: CheckpointWriter | None = None,
+        state_disk: StateDisk | None = None,
     ) -> None:
         # A getter, not the object: a SIGHUP reload (or a shadow refresh) swaps the emulator under the lock.
         self.emulator = emulator
@@ -70,8 +72,8 @@ class AdmissionServicer(pb_grpc.AdmissionServicer):
         self.metrics = metrics
         # Set in shadow mode: the latest report of the mirror.
         self.shadow_report = shadow_report
-        # Set when the daemon makes admissions durable off the event loop (group commit).
-        self.writer = writer
+        # Set when the daemon makes admissions durable off the event loop (group commit), not in shadow mode.
+        self.state_disk = state_disk
 
     async def Admit(self, request: pb.AdmitRequest, context: grpc.aio.ServicerContext) -> pb.AdmitResponse:
         await self._refuse_in_shadow_mode(context)
@@ -99,6 +101,7 @@ class AdmissionServicer(pb_grpc.AdmissionServicer):
         async with engine_errors(context):
             pod = convert.pods_from_source(request.pod)[0]
         async with self.lock, engine_errors(context):
+            await self._refuse_unless_writable(context)
             emulator = self.emulator()
             started = time.perf_counter()
             try:
@@ -157,6 +160,7 @@ class AdmissionServicer(pb_grpc.AdmissionServicer):
         self, request: pb.RemovePodRequest, context: grpc.aio.ServicerContext
     ) -> pb.RemovePodResponse:
         async with self.lock, engine_errors(context):
+            await self._refuse_unless_writable(context)
             emulator = self.emulator()
             try:
                 pod, durable = self._change(lambda: emulator.remove(request.uid))
@@ -166,27 +170,39 @@ class AdmissionServicer(pb_grpc.AdmissionServicer):
         await self._await_durable(durable, context)
         return pb.RemovePodResponse(name=pod.name, namespace=pod.namespace, uid=pod.uid)
 
+    async def _refuse_unless_writable(self, context: grpc.aio.ServicerContext) -> None:
+        """Under the lock, before deciding: a degraded daemon refuses changes (unless the directory has
+        become writable again, which this checks)."""
+        if self.state_disk is None:
+            return
+        refusal = await self.state_disk.refusal()
+        if refusal is not None:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, refusal, STATE_NOT_WRITABLE_METADATA)
+
     def _change(self, change: Callable[[], T]) -> tuple[T, Future[None] | None]:
         """Run a state change; its checkpoint and registry writes go to the writer as one batch (``None``
         when there is no writer, and the emulator wrote them itself, or nothing was written)."""
-        if self.writer is None:
+        if self.state_disk is None:
             return change(), None
         with deferred_writes() as pending:
             try:
                 result = change()
             finally:
                 # Even when the change failed part-way: the in-memory state moved, the files follow.
-                durable = self.writer.submit(pending.freeze()) if pending else None
+                durable = self.state_disk.writer.submit(pending.freeze()) if pending else None
         return result, durable
 
     async def _await_durable(self, durable: Future[None] | None, context: grpc.aio.ServicerContext) -> None:
-        if durable is None:
+        """The answer waits for the files; if they could not be written, the call is undone first, so
+        the failure the client gets and the node agree."""
+        if durable is None or self.state_disk is None:
             return
         try:
             await asyncio.wrap_future(durable)
-        except OSError as err:
-            log.error("state not saved", error=str(err))
-            await context.abort(grpc.StatusCode.INTERNAL, f"{STATE_NOT_SAVED}: {err}")
+        except Exception as err:
+            message = await self.state_disk.undo(err)
+            log.error("state not saved", error=message)
+            await context.abort(grpc.StatusCode.UNAVAILABLE, message, STATE_NOT_WRITABLE_METADATA)
 
     @serialized
     def GetAffinity(self, request: pb.GetAffinityRequest, context: Any) -> pb.GetAffinityResponse:
@@ -213,7 +229,7 @@ class AdmissionServicer(pb_grpc.AdmissionServicer):
     ) -> pb.NodeResourceTopology:
         method = request.fingerprint_method or METHOD_WITH_EXCLUSIVE_RESOURCES
         update = request.update_trigger or nrt.RTE_UPDATE_PERIODIC
-        return convert.nrt_msg(nrt.node_resource_topology(self.emulator(), method, update))
+        return convert.nrt_msg(live.published(self.emulator(), request.flavour, method, update))
 
     @serialized
     def LeastNUMANodes(self, request: pb.LeastNUMANodesRequest, context: Any) -> pb.LeastNUMANodesResponse:

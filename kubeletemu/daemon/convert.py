@@ -234,6 +234,7 @@ def nrt_msg(topology: nrt.NodeResourceTopology) -> pb.NodeResourceTopology:
             for zone in topology.zones
         ],
         attributes=_attributes_msg(topology.attributes),
+        topology_policies=list(topology.topology_policies),
     )
 
 
@@ -259,6 +260,7 @@ def nrt_from_msg(msg: pb.NodeResourceTopology) -> nrt.NodeResourceTopology:
             for zone in msg.zones
         ),
         attributes=_attributes(msg.attributes),
+        topology_policies=tuple(msg.topology_policies),
     )
 
 

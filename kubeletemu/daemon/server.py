@@ -1,9 +1,12 @@
 """``kubeletemu serve``: the asyncio gRPC daemon on unix sockets.
 
 Start-up: load the configuration, probe the host (or a captured sysfs tree), restore the admitted pods
-and the kubelet-format checkpoints, bind the sockets (created 0660 through the umask: no chmod race),
-then tell systemd READY=1. SIGHUP reloads the configuration atomically, keeping the old one on error;
-SIGTERM turns health NOT_SERVING, gives in-flight calls a grace period, and exits 0.
+and the kubelet-format checkpoints (read, not rewritten: only what differs is written, see
+:mod:`kubeletemu.daemon.saved_state`), bind the sockets (created 0660 through the umask: no chmod race),
+then tell systemd READY=1. A state directory that cannot be written does not stop it: the daemon serves
+reads, degraded, until it can (:mod:`kubeletemu.daemon.state_disk`). SIGHUP reloads the configuration
+atomically, keeping the old one on error; SIGTERM turns health NOT_SERVING, gives in-flight calls a grace
+period, and exits 0.
 
 Shadow mode (``--shadow``) replaces the restored state with a mirror of this node's real kubelet (its
 configuration file and checkpoints, read-only, and its podresources socket as a client): see
@@ -14,8 +17,8 @@ lock; nothing is written to the state directory or to the kubelet's.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
-import shutil
 import signal
 import tempfile
 import time
@@ -40,9 +43,12 @@ from kubeletemu.daemon import sdnotify
 from kubeletemu.daemon.admission_servicer import AdmissionServicer
 from kubeletemu.daemon.logging import get_logger
 from kubeletemu.daemon.metrics import KubeletMetrics, MetricsServer, start_metrics_server
+from kubeletemu.daemon.saved_state import OpenedState, open_state
 from kubeletemu.daemon.sockets import OwnedSocket, SocketInUseError, bind, claim
 from kubeletemu.daemon.startup_metrics import StartupMetrics
+from kubeletemu.daemon.state_disk import StateDisk
 from kubeletemu.daemon.state_lock import StateDirInUseError, StateDirLock
+from kubeletemu.daemon.state_metrics import StateMetrics
 from kubeletemu.emulator import NodeEmulator
 from kubeletemu.machine import Machine
 from kubeletemu.podresources.server import PodResourcesServer
@@ -137,23 +143,6 @@ def resolve(options: ServeOptions, config: Config) -> _Runtime:
     )
 
 
-def build_emulator(config: Config, machine: Machine, state_dir: str) -> NodeEmulator:
-    return NodeEmulator(config, machine, state_dir)
-
-
-def _trial_build(config: Config, machine: Machine, state_dir: str) -> None:
-    """Build against a copy of the state so a refused configuration cannot touch the real files. An error
-    names the real state directory, not the copy: that is where an operator would look."""
-    with tempfile.TemporaryDirectory(prefix="kubeletemu-reload-") as scratch:
-        copy = Path(scratch) / "state"
-        if Path(state_dir).exists():
-            shutil.copytree(state_dir, copy)
-        try:
-            build_emulator(config, machine, str(copy))
-        except Exception as err:
-            raise StartupError(str(err).replace(str(copy), state_dir)) from None
-
-
 class KubeletPodResourcesClient:
     """The real kubelet's podresources v1 API, opened as its own clients open it (``GetV1Client``: 10 s
     per call, 16 MiB messages). Each failure names the socket and says why (missing, no permission to
@@ -216,8 +205,10 @@ class Daemon:
         self.shadow: ShadowRunner | None = None
         self.kubelet_client: KubeletPodResourcesClient | None = None
         # Makes admissions and removals durable off the event loop (group commit); not in shadow mode,
-        # which writes nothing.
+        # which writes nothing. ``state_disk`` undoes what could not be written and runs degraded mode.
         self.writer: CheckpointWriter | None = None
+        self.state_disk: StateDisk | None = None
+        self._opened: OpenedState | None = None
         # Held for the daemon's lifetime (not in shadow mode, which has no state directory).
         self.state_lock: StateDirLock | None = None
         # The sockets this process bound: the only ones it removes.
@@ -265,13 +256,14 @@ class Daemon:
             self.state_lock = None
             raise StartupConflictError(str(err)) from None
         # A kill between a temporary file's creation and its rename leaves it behind; nothing reads it.
-        stale = remove_stale_temporaries(Path(rt.state_dir))
+        stale = remove_stale_temporaries(Path(rt.state_dir), on_error=_stale_temporary_left)
         if stale:
             log.info("removed interrupted writes", files=[str(p) for p in stale])
         try:
-            self.emulator = build_emulator(config, self.machine, rt.state_dir)
+            self._opened = open_state(config, self.machine, rt.state_dir)
         except Exception as err:
             raise StartupError(f"cannot start with the saved state in {rt.state_dir}: {err}") from None
+        self.emulator = self._opened.emulator
         self.metrics.observe_node(self.emulator)  # restored pods show in the gauges from the first scrape
         self._report_repairs(self.emulator)
 
@@ -334,8 +326,9 @@ class Daemon:
         # Off the event loop: pyroute2 (live NIC listing) runs its own asyncio loop for its sync API.
         await asyncio.to_thread(self.load)
         rt = self.runtime
-        if self.shadow is None:
-            self.writer = CheckpointWriter()
+        if self._opened is not None:
+            await self._open_state_disk(self._opened)
+            self._opened = None
         server = grpc.aio.server(
             options=[
                 ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
@@ -349,7 +342,7 @@ class Daemon:
                 self.lock,
                 self.metrics,
                 shadow_report=None if shadow is None else (lambda: shadow.report),
-                writer=self.writer,
+                state_disk=self.state_disk,
             ),
             server,
         )
@@ -372,13 +365,15 @@ class Daemon:
         await podresources.start()
         self.podresources = podresources
         await self.health.set("", health_pb2.HealthCheckResponse.SERVING)
-        await self.health.set(ADMISSION_SERVICE, health_pb2.HealthCheckResponse.SERVING)
+        await self.health.set(ADMISSION_SERVICE, _admission_health(self.state_disk))
         if rt.metrics_address:
             self.metrics_server = start_metrics_server(rt.metrics_address, self.metrics.registry)
         nodes = len(self.machine.numa_node_ids)
         status = (
             f"serving on {rt.socket}: {nodes} NUMA node(s), {len(self.emulator.registry)} pod(s) restored"
         )
+        if self.state_disk is not None and self.state_disk.problem is not None:
+            status += f"; degraded: {self.state_disk.problem}"
         if shadow is not None:
             await shadow.start()
             status = (
@@ -392,10 +387,43 @@ class Daemon:
             numa_nodes=nodes,
             pods=len(self.emulator.registry),
             shadow=shadow is not None,
+            degraded=self.state_disk is not None and self.state_disk.problem is not None,
         )
         sdnotify.ready(status)
         if self.options.on_ready is not None:
             self.options.on_ready(rt.socket, rt.podresources_socket)
+
+    async def _open_state_disk(self, opened: OpenedState) -> None:
+        """The writer, with the restored state as its baseline: what differs from the files is written
+        now (a new checkpoint, a start-up repair); if that fails, the daemon starts degraded, the node as
+        restored in memory."""
+        rt = self.runtime
+        self.writer = CheckpointWriter()
+        self.state_disk = StateDisk(
+            rt.state_dir,
+            self.writer,
+            lambda: self.emulator,
+            self.lock,
+            StateMetrics(self.metrics.registry),
+            on_change=self._state_disk_changed,
+            observe=self.metrics.observe_node,
+            on_fatal=self._stop.set,
+        )
+        written = await self.state_disk.open(opened.files, opened.removed)
+        if written:
+            log.info("saved state updated at start-up", files=[str(p) for p in written])
+        if self.state_disk.problem is not None and self.emulator.startup_repairs:
+            log.warning("start-up repairs are held in memory until the state directory can be written")
+
+    async def _state_disk_changed(self, problem: str | None) -> None:
+        """Degraded or not: the admission service's health and the status systemd shows follow."""
+        if self.server is None:  # start-up: ``start`` sets both once serving
+            return
+        await self.health.set(ADMISSION_SERVICE, _admission_health(self.state_disk))
+        if problem is None:
+            sdnotify.status(f"serving on {self.runtime.socket}: the state directory takes writes again")
+        else:
+            sdnotify.status(f"degraded: {problem}")
 
     # ---- run loop ---------------------------------------------------------------------------------
 
@@ -405,11 +433,14 @@ class Daemon:
         loop.add_signal_handler(signal.SIGTERM, self._stop.set)
         loop.add_signal_handler(signal.SIGINT, self._stop.set)
         loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(self.reload()))
-        watchdog = asyncio.ensure_future(self._watchdog())
+        tasks = [asyncio.ensure_future(self._watchdog())]
+        if self.state_disk is not None:
+            tasks.append(asyncio.ensure_future(self.state_disk.watch()))
         try:
             await self._stop.wait()
         finally:
-            watchdog.cancel()
+            for task in tasks:
+                task.cancel()
             await self.shutdown()
         return 0
 
@@ -447,13 +478,20 @@ class Daemon:
                 sdnotify.ready(f"reloaded at {time.strftime('%H:%M:%S')}")
                 return True
             async with self.lock:
-                if self.writer is not None:  # the state directory as the answered calls left it
-                    await asyncio.wrap_future(self.writer.drain())
-                await asyncio.to_thread(_trial_build, config, self.machine, runtime.state_dir)
-                self.emulator = build_emulator(config, self.machine, runtime.state_dir)
+                disk = self.state_disk
+                if disk is not None:  # the state directory as the answered calls left it
+                    with contextlib.suppress(Exception):  # a failed pass: its calls are undone below
+                        await asyncio.wrap_future(disk.writer.drain())
+                    if not await disk.writable():
+                        raise StartupError(f"a reload reads the saved state again, not while {disk.problem}")
+                # Read with every write held back: a refused configuration leaves the files untouched.
+                opened = await asyncio.to_thread(open_state, config, self.machine, runtime.state_dir)
+                self.emulator = opened.emulator
                 self.metrics.observe_node(self.emulator)
                 self.runtime = runtime
                 self._report_repairs(self.emulator)
+                if disk is not None:
+                    await disk.open(opened.files, opened.removed)
         except Exception as err:
             self.last_reload_error = str(err)
             log.error("reload refused, keeping the running configuration", error=str(err))
@@ -489,6 +527,17 @@ class Daemon:
         if self.state_lock is not None:  # last: the state is complete on disk
             self.state_lock.release()
         log.info("stopped", **writes)
+
+
+def _admission_health(disk: StateDisk | None) -> health_pb2.HealthCheckResponse.ServingStatus.ValueType:
+    """NOT_SERVING while degraded: Admit and RemovePod are refused (the reads go on answering)."""
+    if disk is not None and disk.problem is not None:
+        return health_pb2.HealthCheckResponse.NOT_SERVING
+    return health_pb2.HealthCheckResponse.SERVING
+
+
+def _stale_temporary_left(path: Path, err: OSError) -> None:
+    log.warning("cannot remove an interrupted write; it is ignored", file=str(path), error=err.strerror)
 
 
 def _claim(path: str, flag: str) -> None:

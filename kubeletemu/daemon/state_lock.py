@@ -6,10 +6,16 @@ would drop the other's admissions as never answered. The lock is advisory and he
 goes with the process however it ends (kill -9 included); the file stays behind on purpose, since removing
 it would let a third process lock a fresh file while a second still waits on the old one. It holds the
 holder's pid and sockets, which a refused second daemon names.
+
+A state directory that cannot be written (a read-only filesystem, no write permission) is still locked:
+an existing lock file is opened read-only, which ``flock`` accepts; the holder's name is then the last
+one written. On a full filesystem the name may not be written either; neither stops a start-up, which
+goes on degraded (see :mod:`kubeletemu.daemon.state_disk`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
@@ -32,7 +38,7 @@ class StateDirLock:
         """Take the lock or raise; ``holder`` (e.g. "pid 12, serving /run/x.sock") is written for others."""
         try:
             self.state_dir.mkdir(mode=0o750, parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            fd, writable = self._open()
         except OSError as err:
             raise StateDirInUseError(
                 f"cannot lock the state directory: {self.path}: {err.strerror}"
@@ -49,9 +55,23 @@ class StateDirLock:
                 f"{self.path}): two daemons on one state directory would give the same CPUs to different "
                 "pods; stop that daemon or give this one its own --state-dir"
             ) from None
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{holder}\n".encode())
+        if writable:
+            with contextlib.suppress(OSError):  # a full disk: the lock holds all the same
+                os.ftruncate(fd, 0)
+                os.write(fd, f"{holder}\n".encode())
         self._fd = fd
+
+    def _open(self) -> tuple[int, bool]:
+        """The lock file's descriptor, and whether the holder's name can be written to it."""
+        try:
+            return os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600), True
+        except OSError as err:
+            if err.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
+                raise
+            try:
+                return os.open(self.path, os.O_RDONLY | os.O_CLOEXEC), False
+            except FileNotFoundError:
+                raise err from None
 
     def holder(self) -> str:
         """What the lock file says about its holder ("" when unreadable or empty)."""

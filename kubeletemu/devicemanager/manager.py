@@ -345,6 +345,18 @@ class DeviceManager:
             raise DeviceCheckpointError(f"cannot read device manager checkpoint {source}: {err}") from None
         self.restore_checkpoint(cp)
 
+    def restore_allocations(self, blob: bytes | None, admitted: Iterable[str]) -> None:
+        """Go back to a checkpoint's allocations (None: no checkpoint, nothing allocated), writing nothing:
+        the daemon's undo of calls whose files could not be written. Registered devices stay as they are."""
+        keep = set(admitted)
+        with self._lock:
+            self.pod_devices = PodDevices()
+            self.allocated_devices = {}
+            for uid in [uid for uid in self.devices_to_reuse if uid not in keep]:
+                del self.devices_to_reuse[uid]
+            if blob is not None:
+                self.restore_checkpoint(unmarshal(blob))
+
     def restore_checkpoint(self, cp: DeviceManagerCheckpoint) -> None:
         """Take allocations from checkpoint data (a file read, or a live manager's ``checkpoint()``)."""
         with self._lock:

@@ -133,6 +133,20 @@ class MemoryManager:
                 for name in containers:
                     self._remove_by_ref(pod_uid, name)
 
+    def restore_checkpoint(self, blob: bytes, admitted: Iterable[str]) -> None:
+        """Go back to a checkpoint's content, writing nothing (the daemon's undo of calls whose files
+        could not be written); what the policy keeps per pod stays for the ``admitted`` pods only."""
+        with self._lock:
+            if not isinstance(self.state, CheckpointState):
+                raise MemoryManagerError("the memory manager's state is not checkpointed")
+            self.state.restore(blob)
+            keep = set(admitted)
+            self._container_map = {c: ref for c, ref in self._container_map.items() if ref[0] in keep}
+            if isinstance(self.policy, StaticPolicy):
+                reusable = self.policy.init_containers_reusable_memory
+                for uid in [uid for uid in reusable if uid not in keep]:
+                    del reusable[uid]
+
     # ---- queries ----------------------------------------------------------------------------------
 
     def get_memory(self, pod_uid: str, container_name: str) -> list[Block]:

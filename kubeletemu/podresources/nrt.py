@@ -112,6 +112,8 @@ class NodeResourceTopology:
     zones: tuple[Zone, ...]
     attributes: tuple[AttributeInfo, ...] = ()
     annotations: Mapping[str, str] = field(default_factory=dict)
+    # The deprecated list, which koordlet still fills (RTE does not).
+    topology_policies: tuple[str, ...] = ()
 
     def zone(self, name: str) -> Zone | None:
         return next((z for z in self.zones if z.name == name), None)
@@ -129,6 +131,8 @@ class NodeResourceTopology:
         if self.annotations:
             metadata["annotations"] = dict(self.annotations)
         manifest: dict[str, Any] = {"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata}
+        if self.topology_policies:
+            manifest["topologyPolicies"] = list(self.topology_policies)
         manifest["zones"] = [_zone_manifest(z) for z in self.zones]
         if self.attributes:
             manifest["attributes"] = [{"name": a.name, "value": a.value} for a in self.attributes]

@@ -10,7 +10,7 @@ from types import MappingProxyType
 from kubeletemu.emulator import NodeEmulator
 from kubeletemu.podresources import nrt, view
 from kubeletemu.scheduler.framework import NodeInfo
-from kubeletemu.scheduler.objects import Cluster, Node, from_node_side
+from kubeletemu.scheduler.objects import Cluster, Node, NodeResourceTopology, from_node_side
 
 # Which exporter publishes the node's NRT: resource-topology-exporter (and nfd-topology-updater, the same
 # zones), which NodeResourceTopologyMatch reads; or koordlet, which Koordinator's NodeNUMAResource reads.
@@ -43,3 +43,38 @@ def with_node(emulator: NodeEmulator, cluster: Cluster) -> list[NodeInfo]:
         for n in cluster.node_names
     ]
     return [own, *others]
+
+
+def published(emulator: NodeEmulator, flavour: str, method: str, update: str) -> nrt.NodeResourceTopology:
+    """The NRT the node's exporter publishes, as ``kubeletemu nrt`` prints it: RTE's (with ``method`` and
+    ``update``), or koordlet's (which has neither; its amounts are whole numbers)."""
+    if flavour in ("", FLAVOUR_RTE):
+        return nrt.node_resource_topology(emulator, method, update)
+    if flavour != FLAVOUR_KOORDLET:
+        raise ValueError(f"exporter flavour {flavour!r}: expected one of {', '.join(FLAVOURS)}")
+    from kubeletemu.scheduler.koordinator.koordlet import koordlet_node_resource_topology
+
+    return to_node_side(koordlet_node_resource_topology(emulator))
+
+
+def to_node_side(topology: NodeResourceTopology) -> nrt.NodeResourceTopology:
+    """The inverse of :func:`~kubeletemu.scheduler.objects.from_node_side`, for whole-number amounts."""
+    return nrt.NodeResourceTopology(
+        name=topology.name,
+        zones=tuple(
+            nrt.Zone(
+                name=z.name,
+                type=z.type,
+                costs=tuple(nrt.CostInfo(c.name, c.value) for c in z.costs),
+                attributes=tuple(nrt.AttributeInfo(a.name, a.value) for a in z.attributes),
+                resources=tuple(
+                    nrt.ResourceInfo(r.name, r.capacity.value(), r.allocatable.value(), r.available.value())
+                    for r in z.resources
+                ),
+            )
+            for z in topology.zones
+        ),
+        attributes=tuple(nrt.AttributeInfo(a.name, a.value) for a in topology.attributes),
+        annotations=dict(topology.annotations),
+        topology_policies=topology.topology_policies,
+    )

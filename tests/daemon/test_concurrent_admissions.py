@@ -1,5 +1,5 @@
 """Many clients at once: admissions stay serialized (no CPU or device given twice), every answer is on disk
-when it is given (the group-commit writer), and a state directory that cannot be written is reported."""
+when it is given (the group-commit writer), and a call whose files cannot be written is undone."""
 
 from __future__ import annotations
 
@@ -88,29 +88,40 @@ def test_concurrent_admissions_share_nothing_and_every_answer_survives_kill_9(
     assert 1 <= stopped["state_passes"] <= stopped["state_batches"]
 
 
-def test_state_that_cannot_be_written_is_an_internal_error_naming_the_file(make_daemon: MakeDaemon) -> None:
+def test_a_write_that_fails_is_undone_and_writes_resume_once_the_directory_is_back(
+    make_daemon: MakeDaemon,
+) -> None:
     daemon = make_daemon()
     assert admit(daemon, pod_yaml("a", "2")).admitted
+    before = daemon.stub().ListPods(pb.ListPodsRequest(), timeout=10)
     registry = daemon.state_dir / "pods"
     shutil.rmtree(registry)
     registry.write_text("a file where the registry directory was")
 
+    # b is decided, its checkpoints are written, its registry file is not: b is undone before the answer.
     with pytest.raises(grpc.RpcError) as info:
         admit(daemon, pod_yaml("b", "2"))
-    assert info.value.code() == grpc.StatusCode.INTERNAL
+    assert info.value.code() == grpc.StatusCode.UNAVAILABLE
     assert info.value.details() == (
-        "state not saved, the change holds only until the daemon restarts: "
-        f"cannot write {registry / 'uid-b.json'}: Not a directory"
+        f"state not saved, the call was undone: cannot write {registry / 'uid-b.json'}: Not a directory"
     )
-    # The daemon goes on: once the directory is back, admissions are saved again. A restart keeps what
-    # was saved: pod c. The registry files of a (deleted above) and b (never written) are missing, so
-    # start-up drops both as the kubelet drops state of pods it does not know, and frees their CPUs.
+    assert daemon.stub().ListPods(pb.ListPodsRequest(), timeout=10) == before
+    # Degraded: refused before deciding, as long as the directory takes no write.
+    with pytest.raises(grpc.RpcError) as info:
+        admit(daemon, pod_yaml("c", "2"))
+    assert info.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert info.value.details() == (
+        f"state directory {daemon.state_dir} is not writable: cannot write in {registry}: Not a directory; "
+        "admissions and removals are refused until it is (reads keep working)"
+    )
+    # Once the directory is back, the next call finds it so: the files are brought back to the node's
+    # state (a's registry file, deleted above, and the CPU checkpoint b's pass left) and c is admitted.
     registry.unlink()
-    registry.mkdir()
     assert admit(daemon, pod_yaml("c", "2")).admitted
-    assert {p.uid for p in daemon.stub().ListPods(pb.ListPodsRequest()).pods} == {"uid-a", "uid-b", "uid-c"}
+    assert {p.uid for p in daemon.stub().ListPods(pb.ListPodsRequest()).pods} == {"uid-a", "uid-c"}
     assert daemon.stop() == 0
     daemon.start()
-    assert [p.uid for p in daemon.stub().ListPods(pb.ListPodsRequest()).pods] == ["uid-c"]
+    assert [p.uid for p in daemon.stub().ListPods(pb.ListPodsRequest()).pods] == ["uid-a", "uid-c"]
     cpu_state = json.loads((daemon.state_dir / "cpu_manager_state").read_text())
-    assert set(cpu_state["entries"]) == {"uid-c"}
+    assert set(cpu_state["entries"]) == {"uid-a", "uid-c"}
+    assert "pod not restored as saved" not in daemon.log.read_text()

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+import yaml
 
 from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
 from tests.daemon.daemon_process import REPO, DaemonProcess
@@ -114,3 +115,45 @@ def test_bad_schedule_requests_are_invalid_arguments(
         ask(daemon, pod("p", "1"), objects.replace("{own}", own), config)
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert fragment in (err.value.details() or "")
+
+
+def test_nrt_in_koordlets_flavour_feeds_koordinator(make_daemon: MakeDaemon, tmp_path: Path) -> None:
+    """``kubeletemu nrt --flavour koordlet`` publishes the node as koordlet does; Koordinator's model reads
+    it (its CPU topology and the kubelet's policy), NodeResourceTopologyMatch reads RTE's."""
+    daemon = make_daemon()  # single-numa-node, container scope
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "kubeletemu.cli", *args, "--socket", str(daemon.socket)],
+            capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60, check=False,
+        )  # fmt: skip
+
+    koordlet = cli("nrt", "--flavour", "koordlet")
+    assert koordlet.returncode == 0, koordlet.stderr
+    doc = yaml.safe_load(koordlet.stdout)
+    assert doc["topologyPolicies"] == ["SingleNUMANodeContainerLevel"]
+    assert {"node.koordinator.sh/cpu-topology", "kubelet.koordinator.sh/cpu-manager-policy"} <= set(
+        doc["metadata"]["annotations"]
+    )
+    # koordlet reports the hardware: each zone's 8 CPUs, where RTE publishes the allocatable.
+    cpu = {z["name"]: next(r for r in z["resources"] if r["name"] == "cpu") for z in doc["zones"]}
+    assert cpu["node-0"] == {"name": "cpu", "capacity": "8", "allocatable": "8", "available": "8"}
+    rte = yaml.safe_load(cli("nrt").stdout)
+    assert "topologyPolicies" not in rte
+    (tmp_path / "koordlet.yaml").write_text(koordlet.stdout)
+    (tmp_path / "sched.yaml").write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n"
+        "- plugins: {multiPoint: {enabled: [{name: NodeNUMAResource}]}}\n"
+    )
+    (tmp_path / "pod.yaml").write_text(pod("p", "2"))
+    out = subprocess.run(
+        [sys.executable, "-m", "kubeletemu.cli", "schedule", "-f", "pod.yaml", "--nrt", "koordlet.yaml",
+         "--scheduler-config", "sched.yaml", "-o", "json"],
+        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60, check=False,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    [node] = json.loads(out.stdout)["nodes"]
+    assert node["fits"] is True and node["score"] is not None
+    bad = cli("nrt", "--flavour", "nfd")
+    assert bad.returncode == 2 and "invalid choice" in bad.stderr

@@ -110,6 +110,17 @@ class CheckpointState:
             self._cache.set_default_cpu_set(default)
             self._cache.set_cpu_assignments(assignments)
 
+    def restore(self, blob: bytes) -> None:
+        """Take the state a checkpoint's content holds, writing nothing: the daemon goes back to the last
+        durable checkpoint when later ones could not be written. Pod-level sets (memory only) are kept
+        for the pods the checkpoint still names."""
+        default, assignments = checkpoint_to_state(load_checkpoint(blob, self._containers.get))
+        with self._lock:
+            self._cache.set_default_cpu_set(default)
+            self._cache.set_cpu_assignments(assignments)
+            pod_sets = self._cache.get_pod_cpu_assignments()
+            self._cache.set_pod_cpu_assignments({uid: s for uid, s in pod_sets.items() if uid in assignments})
+
     def _persist(self) -> None:
         """After a change: like the kubelet, a failed write is logged and the in-memory state kept."""
         try:

@@ -67,6 +67,14 @@ class CheckpointState:
             self._cache.set_machine_state(checkpoint.machine_state)
             self._cache.set_memory_assignments(checkpoint.entries)
 
+    def restore(self, blob: bytes) -> None:
+        """Take the state a checkpoint's content holds, writing nothing: the daemon goes back to the last
+        durable checkpoint when later ones could not be written."""
+        checkpoint = unmarshal(blob)
+        with self._lock:
+            self._cache.set_machine_state(checkpoint.machine_state)
+            self._cache.set_memory_assignments(checkpoint.entries)
+
     def _store(self) -> None:
         write_file_atomic(self.path, self._marshal)
 

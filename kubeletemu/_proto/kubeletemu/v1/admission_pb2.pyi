@@ -375,12 +375,14 @@ class GetFingerprintResponse(_message.Message):
     def __init__(self, fingerprint: _Optional[str] = ..., method: _Optional[str] = ..., node_name: _Optional[str] = ..., pods: _Optional[_Iterable[_Union[PodName, _Mapping]]] = ..., status_json: _Optional[str] = ...) -> None: ...
 
 class GetNodeResourceTopologyRequest(_message.Message):
-    __slots__ = ("fingerprint_method", "update_trigger")
+    __slots__ = ("fingerprint_method", "update_trigger", "flavour")
     FINGERPRINT_METHOD_FIELD_NUMBER: _ClassVar[int]
     UPDATE_TRIGGER_FIELD_NUMBER: _ClassVar[int]
+    FLAVOUR_FIELD_NUMBER: _ClassVar[int]
     fingerprint_method: str
     update_trigger: str
-    def __init__(self, fingerprint_method: _Optional[str] = ..., update_trigger: _Optional[str] = ...) -> None: ...
+    flavour: str
+    def __init__(self, fingerprint_method: _Optional[str] = ..., update_trigger: _Optional[str] = ..., flavour: _Optional[str] = ...) -> None: ...
 
 class ResourceInfo(_message.Message):
     __slots__ = ("name", "capacity", "allocatable", "available")
@@ -425,7 +427,7 @@ class Zone(_message.Message):
     def __init__(self, name: _Optional[str] = ..., type: _Optional[str] = ..., costs: _Optional[_Iterable[_Union[CostInfo, _Mapping]]] = ..., attributes: _Optional[_Iterable[_Union[AttributeInfo, _Mapping]]] = ..., resources: _Optional[_Iterable[_Union[ResourceInfo, _Mapping]]] = ...) -> None: ...
 
 class NodeResourceTopology(_message.Message):
-    __slots__ = ("name", "annotations", "zones", "attributes")
+    __slots__ = ("name", "annotations", "zones", "attributes", "topology_policies")
     class AnnotationsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -437,11 +439,13 @@ class NodeResourceTopology(_message.Message):
     ANNOTATIONS_FIELD_NUMBER: _ClassVar[int]
     ZONES_FIELD_NUMBER: _ClassVar[int]
     ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
+    TOPOLOGY_POLICIES_FIELD_NUMBER: _ClassVar[int]
     name: str
     annotations: _containers.ScalarMap[str, str]
     zones: _containers.RepeatedCompositeFieldContainer[Zone]
     attributes: _containers.RepeatedCompositeFieldContainer[AttributeInfo]
-    def __init__(self, name: _Optional[str] = ..., annotations: _Optional[_Mapping[str, str]] = ..., zones: _Optional[_Iterable[_Union[Zone, _Mapping]]] = ..., attributes: _Optional[_Iterable[_Union[AttributeInfo, _Mapping]]] = ...) -> None: ...
+    topology_policies: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., annotations: _Optional[_Mapping[str, str]] = ..., zones: _Optional[_Iterable[_Union[Zone, _Mapping]]] = ..., attributes: _Optional[_Iterable[_Union[AttributeInfo, _Mapping]]] = ..., topology_policies: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class GetShadowReportRequest(_message.Message):
     __slots__ = ()
