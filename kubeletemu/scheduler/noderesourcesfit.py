@@ -76,41 +76,42 @@ class NodeResourcesFitArgs:
     ignored_resource_groups: frozenset[str] = field(default_factory=frozenset)
 
     @classmethod
-    def from_args(cls, raw: Mapping[str, Any] | None, where: fields.Reporter) -> NodeResourcesFitArgs:
-        args = fields.mapping(where, "args", raw)
-        strategy = fields.mapping(where, "args.scoringStrategy", args.get("scoringStrategy"))
-        kind = fields.string(where, "args.scoringStrategy.type", strategy.get("type", LEAST_ALLOCATED))
+    def from_args(cls, raw: Mapping[str, Any] | None, source: str) -> NodeResourcesFitArgs:
+        """Decode, default and validate ``args``; errors name ``source`` (the pluginConfig entry) and the
+        field."""
+        where = fields.Where(source)
+        args = fields.mapping(where, "", raw)
+        strategy = fields.mapping(where, "scoringStrategy", args.get("scoringStrategy"))
+        kind = fields.string(where, "scoringStrategy.type", strategy.get("type", LEAST_ALLOCATED))
         if kind not in STRATEGIES:
             supported = ", ".join(go_quote(s) for s in STRATEGIES)
             raise where.error(
-                "args.scoringStrategy.type",
+                "scoringStrategy.type",
                 f"Unsupported value: {go_quote(kind)}: supported values: {supported}",
             )
         specs = []
         for i, item in enumerate(
-            fields.sequence(where, "args.scoringStrategy.resources", strategy.get("resources"))
+            fields.sequence(where, "scoringStrategy.resources", strategy.get("resources"))
         ):
-            spec = fields.mapping(where, f"args.scoringStrategy.resources[{i}]", item)
-            name = fields.string(where, f"args.scoringStrategy.resources[{i}].name", spec.get("name"))
-            weight = fields.integer(
-                where, f"args.scoringStrategy.resources[{i}].weight", spec.get("weight", 1)
-            )
+            spec = fields.mapping(where, f"scoringStrategy.resources[{i}]", item)
+            name = fields.string(where, f"scoringStrategy.resources[{i}].name", spec.get("name"))
+            weight = fields.integer(where, f"scoringStrategy.resources[{i}].weight", spec.get("weight", 1))
             if not 1 <= weight <= 100:
                 raise where.error(
-                    f"args.scoringStrategy.resources[{i}].weight",
+                    f"scoringStrategy.resources[{i}].weight",
                     f"Invalid value: {weight}: resource weight of {name} not in valid range [1, 100]",
                 )
             specs.append(ResourceSpec(name, weight))
-        ignored = fields.sequence(where, "args.ignoredResources", args.get("ignoredResources"))
-        groups = fields.sequence(where, "args.ignoredResourceGroups", args.get("ignoredResourceGroups"))
+        ignored = fields.sequence(where, "ignoredResources", args.get("ignoredResources"))
+        groups = fields.sequence(where, "ignoredResourceGroups", args.get("ignoredResourceGroups"))
         return cls(
             strategy=kind,
             resources=tuple(specs) or cls.resources,
             ignored_resources=frozenset(
-                fields.string(where, f"args.ignoredResources[{i}]", r) for i, r in enumerate(ignored)
+                fields.string(where, f"ignoredResources[{i}]", r) for i, r in enumerate(ignored)
             ),
             ignored_resource_groups=frozenset(
-                fields.string(where, f"args.ignoredResourceGroups[{i}]", g) for i, g in enumerate(groups)
+                fields.string(where, f"ignoredResourceGroups[{i}]", g) for i, g in enumerate(groups)
             ),
         )
 

@@ -70,31 +70,60 @@ NOT_MODELLED = frozenset(
         "DynamicResources",
     }
 )
-ModelFactory = Callable[[Mapping[str, Any] | None, fields.Reporter], Model]
+# (the plugin's pluginConfig args, where they come from for error messages) -> the model.
+ModelFactory = Callable[[Mapping[str, Any] | None, str], Model]
 
 
-def _fit(raw: Mapping[str, Any] | None, where: fields.Reporter) -> Model:
-    return NodeResourcesFit(NodeResourcesFitArgs.from_args(raw, where))
+def _fit(raw: Mapping[str, Any] | None, source: str) -> Model:
+    return NodeResourcesFit(NodeResourcesFitArgs.from_args(raw, source))
 
 
-def _balanced(raw: Mapping[str, Any] | None, where: fields.Reporter) -> Model:
-    args = fields.mapping(where, "args", raw)
+def _balanced(raw: Mapping[str, Any] | None, source: str) -> Model:
+    where = fields.Where(source)
+    args = fields.mapping(where, "", raw)
     specs = tuple(
         ResourceSpec(
             fields.string(
-                where,
-                f"args.resources[{i}].name",
-                fields.mapping(where, f"args.resources[{i}]", r).get("name"),
+                where, f"resources[{i}].name", fields.mapping(where, f"resources[{i}]", r).get("name")
             ),
             1,
         )
-        for i, r in enumerate(fields.sequence(where, "args.resources", args.get("resources")))
+        for i, r in enumerate(fields.sequence(where, "resources", args.get("resources")))
     )
     return NodeResourcesBalancedAllocation(specs) if specs else NodeResourcesBalancedAllocation()
 
 
-# Plugin name -> how to build its model from its pluginConfig args. The NUMA-aware models register here.
-MODELS: dict[str, ModelFactory] = {"NodeResourcesFit": _fit, BALANCED_NAME: _balanced}
+def _topology_match(raw: Mapping[str, Any] | None, source: str) -> Model:
+    """scheduler-plugins' NodeResourceTopologyMatch. One cycle has no reservation history, so it reads the
+    NRTs as published (the passthrough cache); the cache args are still decoded and validated."""
+    from kubeletemu.scheduler.nrtmatch.args import parse_args
+    from kubeletemu.scheduler.nrtmatch.model import NodeResourceTopologyMatch
+
+    return NodeResourceTopologyMatch(parse_args(raw, source))
+
+
+def _koordinator(raw: Mapping[str, Any] | None, source: str) -> Model:
+    """Koordinator's NodeNUMAResource, as shipped."""
+    from kubeletemu.scheduler.koordinator.model import node_numa_resource
+
+    return node_numa_resource(raw, source)
+
+
+def _koordinator_design(raw: Mapping[str, Any] | None, source: str) -> Model:
+    """Koordinator's NUMA scheduling as its design document describes it (a name of our own)."""
+    from kubeletemu.scheduler.koordinator.model import node_numa_resource_design
+
+    return node_numa_resource_design(raw, source)
+
+
+# Plugin name -> how to build its model from its pluginConfig args.
+MODELS: dict[str, ModelFactory] = {
+    "NodeResourcesFit": _fit,
+    BALANCED_NAME: _balanced,
+    "NodeResourceTopologyMatch": _topology_match,
+    "NodeNUMAResource": _koordinator,
+    "NodeNUMAResourceDesign": _koordinator_design,
+}
 
 
 def register(name: str, factory: ModelFactory) -> None:
@@ -181,8 +210,12 @@ def _build_models(
         if plugin in built or plugin not in MODELS:
             continue
         at = args.get(plugin)
-        prefix = f"profiles[{index}].pluginConfig[{at[0]}]" if at else f"profiles[{index}]"
-        built[plugin] = MODELS[plugin](at[1] if at else None, _Where(source, prefix))
+        where = (
+            f"profiles[{index}].pluginConfig[{at[0]}].args"
+            if at
+            else f"profiles[{index}] ({plugin} defaults)"
+        )
+        built[plugin] = MODELS[plugin](at[1] if at else None, f"{source}: {where}")
     return built
 
 

@@ -160,9 +160,13 @@ def test_requests_without_numa_resources() -> None:
     assert least_numa_nodes(two_nodes(1, 1), best_effort, scope="pod").score == 100
     storage_only = pod(Container("c", requests={"ephemeral-storage": Quantity.parse("1Gi")}))
     assert least_numa_nodes(two_nodes(1, 1), storage_only).numa_nodes == 0
-    # A non-NUMA resource next to NUMA ones is skipped, not counted as missing.
+    # A non-NUMA resource next to NUMA ones: the plugin's isValidCombineResources (least_numa.go at
+    # scheduler-plugins 903da7d) wants every requested name in every zone of a combination, so no
+    # combination is valid and the pod scores 0 (MinNodeScore), the code's answer.
     mixed = pod(guaranteed("c", 2, extra={"ephemeral-storage": "1Gi"}))
-    assert least_numa_nodes(two_nodes(2, 2), mixed).score == 94
+    result = least_numa_nodes(two_nodes(2, 2), mixed)
+    assert (result.numa_nodes, result.score) == (None, 0)
+    assert result.requests == (("c", Requirement(None, False)),)
 
 
 def test_does_not_fit() -> None:
@@ -233,3 +237,15 @@ def test_zones_from_report_hugepages_and_devices(tmp_path: Path) -> None:
     assert "example.com/nic" not in zones[0].available
     assert zones[1].available["example.com/nic"] == 2
     assert zones[0].costs == {0: 10, 1: 21}
+
+
+def test_for_node_scores_non_guaranteed_pods_100(tmp_path: Path) -> None:
+    """The plugin's Score (score.go at scheduler-plugins 903da7d) returns 100 for a pod that is not
+    Guaranteed before any strategy runs; the strategy's own numbers are still reported."""
+    node = _node(tmp_path, SyntheticHost(), "0")
+    burstable = pod(Container("c", requests={"cpu": Quantity.parse(64)}))
+    result = least_numa_nodes_for_node(node, burstable)
+    assert result.score == 100
+    # cpu always "fits" for a Burstable pod: one NUMA node, minimal distance.
+    assert (result.numa_nodes, result.min_distance) == (1, True)
+    assert least_numa_nodes(zones_from_report(node_topology(node.cm)), burstable).score == 94

@@ -225,7 +225,7 @@ def test_profiles_from_a_kube_scheduler_configuration() -> None:
     [
         (
             "type: MostAllocated",
-            "sched.yaml: profiles[0].pluginConfig[0].args.scoringStrategy.type: Unsupported value",
+            "sched.yaml: profiles[0].pluginConfig[0].args: scoringStrategy.type: Unsupported value",
         ),
         (
             "name: TaintToleration",
