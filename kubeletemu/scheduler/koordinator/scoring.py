@@ -15,22 +15,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kubeletemu.lifecycle.resources import Resource, is_scalar_resource_name
+from kubeletemu.scheduler.noderesourcesfit import least_requested_score, most_requested_score
 
+# The least/most-requested formulas are kube-scheduler's (Koordinator imports them): shared with
+# NodeResourcesFit.
 LEAST_ALLOCATED = "LeastAllocated"
 MOST_ALLOCATED = "MostAllocated"
-MAX_NODE_SCORE = 100
-
-
-def least_requested_score(requested: int, capacity: int) -> int:
-    if capacity == 0 or requested > capacity:
-        return 0
-    return (capacity - requested) * MAX_NODE_SCORE // capacity
-
-
-def most_requested_score(requested: int, capacity: int) -> int:
-    if capacity == 0:
-        return 0
-    return min(requested, capacity) * MAX_NODE_SCORE // capacity
 
 
 def _quantity(resource: Resource, name: str) -> int | None:
