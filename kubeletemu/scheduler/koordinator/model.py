@@ -46,7 +46,12 @@ from kubeletemu.scheduler.koordinator.merge import (
     NUMATopologyHint,
 )
 from kubeletemu.scheduler.koordinator.options import TopologyOptions, topology_options
-from kubeletemu.scheduler.koordinator.plugin import FilterResult, NodeNUMAResourcePlugin, PreFilterState
+from kubeletemu.scheduler.koordinator.plugin import (
+    FilterResult,
+    NodeNUMAResourcePlugin,
+    PreFilterState,
+    ReserveResult,
+)
 from kubeletemu.scheduler.koordinator.resources import (
     AllocateRefused,
     NodeState,
@@ -141,10 +146,15 @@ class NodeNUMAResource:
 
     def reserve(self, pod: Pod, node: NodeInfo) -> Status:
         """Reserve after a Filter pass in the same cycle (a failed Filter is returned as is)."""
+        return self.reserve_allocation(pod, node).status
+
+    def reserve_allocation(self, pod: Pod, node: NodeInfo) -> ReserveResult:
+        """Reserve's status with the allocation it stores (the CPU set and NUMA resources; None when
+        nothing is allocated or Filter failed)."""
         state, view, result = self._cycle(pod, node)
         if isinstance(state, Status) or not result.status.ok:
-            return result.status
-        return self.plugin.reserve(state, view, result.affinity)
+            return ReserveResult(result.status)
+        return self.plugin.reserve_allocation(state, view, result.affinity)
 
     def policy(self, node: NodeInfo) -> str:
         return self._policy(node_state(node)) or "none"

@@ -66,6 +66,14 @@ CALCULATE_AFFINITY = "topologymanager.(*topologyManager).calculateAffinity"
 OK = Status()
 
 
+@dataclass(frozen=True)
+class ReserveResult:
+    """What ``Reserve`` returns and stores: its status and ``state.allocation`` (None: nothing stored)."""
+
+    status: Status
+    allocation: PodAllocation | None = None
+
+
 def _status(code: str, *reasons: str) -> Status:
     return Status(code, reasons)
 
@@ -239,7 +247,14 @@ class NodeNUMAResourcePlugin:
             cpu_exclusive_policy=state.preferred_cpu_exclusive_policy,
             hint=hint or NUMATopologyHint(),
             topology=topology,
+            numa_allocate_strategy=self.numa_allocate_strategy(node),
         )
+
+    def numa_allocate_strategy(self, node: NodeState) -> str:
+        """``GetNUMAAllocateStrategy``: the node's ``numa-allocate-strategy`` label when set, else the
+        args' default (``GetDefaultNUMAAllocateStrategy``)."""
+        label = node.labels.get(ext.LABEL_NODE_NUMA_ALLOCATE_STRATEGY, "")
+        return label or self.args.numa_allocate_strategy()
 
     def _try_allocate(
         self, state: PreFilterState, node: NodeState, bind: bool, hint: NUMATopologyHint | None
@@ -447,33 +462,40 @@ class NodeNUMAResourcePlugin:
     # ---- Reserve -------------------------------------------------------------------------------------
 
     def reserve(self, state: PreFilterState, node: NodeState, affinity: NUMATopologyHint | None) -> Status:
+        """``Reserve``'s status (see :meth:`reserve_allocation`)."""
+        return self.reserve_allocation(state, node, affinity).status
+
+    def reserve_allocation(
+        self, state: PreFilterState, node: NodeState, affinity: NUMATopologyHint | None
+    ) -> ReserveResult:
         """``Reserve`` after Filter stored ``affinity``: BestEffort runs the NUMA admission only now, and
-        every policy allocates (``allocate``)."""
+        every policy allocates (``allocate``, CPUs chosen); the allocation is what ``state.allocation``
+        holds afterwards (None where Reserve returns before allocating or fails)."""
         if state.skip:
-            return OK
+            return ReserveResult(OK)
         policy = self._merged_policy(state, node)
         if policy == POLICY_BEST_EFFORT:
             admitted = self.filter_by_numa_node(state, node, policy, self._exclusive(state))
             if not admitted.status.ok:
-                return admitted.status
+                return ReserveResult(admitted.status)
             affinity = admitted.affinity
         bind = self._request_cpu_bind(state, node)
         if isinstance(bind, Status):
-            return bind
+            return ReserveResult(bind)
         if not bind and policy == POLICY_NONE:
-            return OK
+            return ReserveResult(OK)
         topology = node.options.cpu_topology
         if bind and (topology is None or not topology.is_valid()):
-            return _status(ERROR, ERR_INVALID_CPU_TOPOLOGY)
+            return ReserveResult(_status(ERROR, ERR_INVALID_CPU_TOPOLOGY))
         try:
             opts = self.resource_options(state, node, bind, affinity)
         except ResourceError as err:
-            return _status(ERROR, str(err))
+            return ReserveResult(_status(ERROR, str(err)))
         try:
-            allocate(node, opts)
+            allocation = allocate(node, opts, pick_cpus=True)
         except AllocateRefused as refused:
-            return refused.status
-        return OK
+            return ReserveResult(refused.status)
+        return ReserveResult(OK, allocation)
 
 
 def _copy(resource: Resource) -> Resource:
@@ -486,4 +508,4 @@ def _copy(resource: Resource) -> Resource:
     )
 
 
-__all__ = ["SUCCESS", "FilterResult", "NodeNUMAResourcePlugin", "PreFilterState"]
+__all__ = ["SUCCESS", "FilterResult", "NodeNUMAResourcePlugin", "PreFilterState", "ReserveResult"]

@@ -16,10 +16,14 @@ Behaviour mirrored, quirks included:
   not by NUMA id, so the order is Go's insertion sort (slices of up to 12) driven by the positions. A
   remainder gives ``Insufficient NUMA <resource>`` (reasons sorted by resource name here; Go's map order is
   random).
-- cpusets: the exact CPUs ``takePreferredCPUs`` picks are not reproduced, only whether it succeeds: with
-  enough available CPUs it always takes them (its last fallback takes any free CPU); the per-NUMA counts are
-  ``min(available there, allocated cpu // 1000)`` and must add up to the request; under a *required*
-  FullPCPUs policy each NUMA node's count must be whole cores (the available CPUs are whole free cores).
+- cpusets: :func:`allocate_cpuset` picks the CPUs as ``takePreferredCPUs`` does (see
+  :mod:`~kubeletemu.scheduler.koordinator.cpu_accumulator`), per allocated NUMA node then on the rest of the
+  node, in the order of the node's ``numa-allocate-strategy`` label (``GetNUMAAllocateStrategy``). Filter,
+  Score and the hints only need whether it succeeds and how many CPUs it takes, so they use
+  :func:`count_cpuset`: with enough available CPUs ``takeCPUs`` always succeeds (its last fallback takes any
+  free CPU); the per-NUMA counts are ``min(available there, allocated cpu // 1000)`` and must add up to the
+  request; under a *required* FullPCPUs policy each NUMA node's count must be whole cores (the available CPUs
+  are whole free cores, and the accumulator takes whole cores of them whenever the count allows).
 """
 
 from __future__ import annotations
@@ -35,10 +39,11 @@ from kubeletemu.lifecycle.resources import Resource
 from kubeletemu.scheduler.framework import UNSCHEDULABLE, UNSCHEDULABLE_AND_UNRESOLVABLE, Status
 from kubeletemu.scheduler.koordinator import extension as ext
 from kubeletemu.scheduler.koordinator.allocation import NodeAllocation, add_resources, subtract_non_negative
+from kubeletemu.scheduler.koordinator.cpu_accumulator import AccumulatorError, take_preferred_cpus
 from kubeletemu.scheduler.koordinator.cpu_topology import CPUInfo, CPUTopology
 from kubeletemu.scheduler.koordinator.merge import POLICY_RESTRICTED, NUMATopologyHint
 from kubeletemu.scheduler.koordinator.options import NUMANodeResource, TopologyOptions
-from kubeletemu.scheduler.koordinator.scoring import Scorer
+from kubeletemu.scheduler.koordinator.scoring import LEAST_ALLOCATED, Scorer
 
 ERR_INVALID_CPU_TOPOLOGY = "node(s) invalid CPU Topology"
 ERR_NOT_ENOUGH_CPUS = "not enough cpus available to satisfy request"
@@ -82,14 +87,17 @@ class ResourceOptions:
     hint: NUMATopologyHint
     topology: TopologyOptions
     numa_scorer: Scorer | None = None
+    numa_allocate_strategy: str = LEAST_ALLOCATED
 
 
 @dataclass(frozen=True)
 class PodAllocation:
-    """What ``Allocate`` returns: NUMA resources per node, and the size of the cpuset (0 = none)."""
+    """What ``Allocate`` returns: NUMA resources per node, the size of the cpuset (0 = none) and, when
+    asked for (:func:`allocate` with ``pick_cpus``), the CPUs themselves."""
 
     numa_node_resources: tuple[NUMANodeResource, ...] = ()
     num_cpus: int = 0
+    cpuset: CPUSet = field(default_factory=CPUSet)
 
 
 def available_cpus(node: NodeState) -> tuple[CPUSet, dict[int, CPUInfo]]:
@@ -252,11 +260,11 @@ class AllocateRefused(Exception):
         self.status = status
 
 
-def allocate_cpuset(
+def count_cpuset(
     node: NodeState, numa: Sequence[NUMANodeResource], opts: ResourceOptions, known: CPUSet | None = None
 ) -> int:
-    """``allocateCPUSet``, as far as success and the number of CPUs go; raises :class:`ResourceError`.
-    ``known``: the node's available CPUs when the caller has them."""
+    """``allocateCPUSet``, as far as success and the number of CPUs go (see the module docstring); raises
+    :class:`ResourceError`. ``known``: the node's available CPUs when the caller has them."""
     cpus = known if known is not None else available_cpus(node)[0]
     topology = opts.topology.cpu_topology
     assert topology is not None
@@ -276,24 +284,89 @@ def allocate_cpuset(
     full_cores = opts.required_cpu_bind_policy and opts.cpu_bind_policy == ext.CPU_BIND_FULL_PCPUS
     per_core = topology.cpus_per_core()
     if full_cores and any(n % per_core for n in [*per_numa, needed]):
-        raise ResourceError(f"insufficient CPUs to satisfy required cpu bind policy {opts.cpu_bind_policy}")
+        raise ResourceError(_unsatisfied_policy(opts.cpu_bind_policy))
     return opts.num_cpus_needed
 
 
-def allocate(node: NodeState, opts: ResourceOptions, known: NodeAvailability | None = None) -> PodAllocation:
+def _unsatisfied_policy(policy: str) -> str:
+    return f"insufficient CPUs to satisfy required cpu bind policy {policy}"
+
+
+def allocate_cpuset(node: NodeState, numa: Sequence[NUMANodeResource], opts: ResourceOptions) -> CPUSet:
+    """``allocateCPUSet``: the CPUs ``takePreferredCPUs`` picks, first on each allocated NUMA node (as many
+    as its cpu share and its available CPUs allow), then any still needed from the node's other available
+    CPUs; raises :class:`ResourceError`. No preferred CPUs (reservations are not modelled)."""
+    cpus, held = available_cpus(node)
+    topology = opts.topology.cpu_topology
+    assert topology is not None
+    if opts.required_cpu_bind_policy:
+        cpus = filter_cpus_by_required_policy(opts.cpu_bind_policy, cpus, topology, topology.cpus_per_core())
+    if cpus.size() < opts.num_cpus_needed:
+        raise ResourceError(ERR_NOT_ENOUGH_CPUS)
+
+    def take(available: CPUSet, count: int) -> CPUSet:
+        try:
+            return take_preferred_cpus(
+                topology,
+                opts.topology.max_ref_count,
+                available,
+                CPUSet(),
+                held,
+                count,
+                opts.cpu_bind_policy,
+                opts.cpu_exclusive_policy,
+                opts.numa_allocate_strategy,
+            )
+        except AccumulatorError as err:
+            raise ResourceError(str(err)) from None
+
+    result = CPUSet()
+    needed = opts.num_cpus_needed
+    if numa:
+        for entry in numa:
+            there = topology.cpus_in_numa_nodes(entry.node, only=cpus)
+            count = min(there.size(), _milli(entry.resources.get("cpu", Fraction(0))) // 1000)
+            result = result.union(take(there, count))
+        needed -= result.size()
+        if needed != 0:
+            raise ResourceError(ERR_NOT_ENOUGH_CPUS)
+    if needed > 0:
+        result = result.union(take(cpus.difference(result), needed))
+    if opts.required_cpu_bind_policy and not _satisfies_policy(opts.cpu_bind_policy, result, topology):
+        raise ResourceError(_unsatisfied_policy(opts.cpu_bind_policy))
+    return result
+
+
+def _satisfies_policy(policy: str, cpus: CPUSet, topology: CPUTopology) -> bool:
+    """``satisfiedRequiredCPUBindPolicy``: FullPCPUs = whole cores, SpreadByPCPUs = one CPU per core."""
+    cores = {topology.details[c].core for c in cpus if c in topology.details}
+    if policy == ext.CPU_BIND_FULL_PCPUS:
+        return len(cores) * topology.cpus_per_core() == cpus.size()
+    if policy == ext.CPU_BIND_SPREAD_BY_PCPUS:
+        return len(cores) == cpus.size()
+    return True
+
+
+def allocate(
+    node: NodeState, opts: ResourceOptions, known: NodeAvailability | None = None, pick_cpus: bool = False
+) -> PodAllocation:
     """``resourceManager.Allocate`` through ``tryAllocateFromNode`` (no reservation, no preemption);
     raises :class:`AllocateRefused`. ``known``: what the caller already worked out for this node and
-    options (everything but the hint)."""
+    options (everything but the hint). ``pick_cpus``: choose the CPUs (Reserve) rather than only count
+    them (Filter, Score, hints: the same success and size, see the module docstring)."""
     numa: tuple[NUMANodeResource, ...] = ()
     if opts.hint.affinity is not None:
         numa = allocate_by_hint(node, opts, known)
-    cpus = 0
-    if opts.request_cpu_bind:
-        try:
-            cpus = allocate_cpuset(node, numa, opts, known.cpus if known is not None else None)
-        except ResourceError as err:
-            raise AllocateRefused(Status(UNSCHEDULABLE, (str(err),))) from None
-    return PodAllocation(numa, cpus)
+    if not opts.request_cpu_bind:
+        return PodAllocation(numa)
+    try:
+        if pick_cpus:
+            cpuset = allocate_cpuset(node, numa, opts)
+            return PodAllocation(numa, cpuset.size(), cpuset)
+        count = count_cpuset(node, numa, opts, known.cpus if known is not None else None)
+    except ResourceError as err:
+        raise AllocateRefused(Status(UNSCHEDULABLE, (str(err),))) from None
+    return PodAllocation(numa, count)
 
 
 def topology_hints(node: NodeState, opts: ResourceOptions, policy: str) -> dict[str, list[NUMATopologyHint]]:

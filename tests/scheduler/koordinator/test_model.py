@@ -20,6 +20,7 @@ from kubeletemu.scheduler.koordinator import (
     ScoringStrategy,
 )
 from kubeletemu.scheduler.koordinator.koordlet import koordlet_node_resource_topology
+from kubeletemu.scheduler.koordinator.model import node_state
 from kubeletemu.scheduler.koordinator.options import topology_options
 from kubeletemu.scheduler.objects import Node, NodeResourceTopology
 from tests.podresources.nodes import (
@@ -96,6 +97,14 @@ def test_shipped_single_numa_node(nrt: NodeResourceTopology) -> None:
         "Unaligned NUMA Hint cause cpu prefer [11] among [11],memory prefer [11] among [11]"
     )
     assert model.reserve(_pod("3", LSR), node).ok
+    # Reserve also says what it allocated: 3 CPUs, all on NUMA node 1, with that node's NUMA resources.
+    reserved = model.reserve_allocation(_pod("3", LSR), node)
+    assert reserved.status.ok and reserved.allocation is not None
+    topology = node_state(node).options.cpu_topology
+    assert topology is not None
+    assert reserved.allocation.cpuset.size() == 3
+    assert reserved.allocation.cpuset.is_subset_of(topology.cpus_in_numa_nodes(1))
+    assert [n.node for n in reserved.allocation.numa_node_resources] == [1]
 
 
 def _node(labels: dict[str, str], nrt: NodeResourceTopology) -> NodeInfo:

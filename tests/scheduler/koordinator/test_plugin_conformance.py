@@ -237,8 +237,17 @@ def reserve_state(raw: dict[str, Any]) -> PreFilterState:
 
 @pytest.mark.parametrize("row", rows(TABLE, "reserve"))
 def test_reserve(row: dict[str, Any]) -> None:
-    # Only rows whose expected allocation is empty run here: the model's Reserve returns its status alone.
-    assert row["wantCPUSet"] == [] and row["wantNUMAResource"] == []
+    """Reserve's status and the allocation it stores: CPU set and NUMA resources (none = empty)."""
     affinity = None if row["numaAffinity"] is None else NUMATopologyHint(BitMask.of(*row["numaAffinity"]))
-    got = NodeNUMAResourcePlugin().reserve(reserve_state(row["state"]), reserve_node(row), affinity)
-    assert got == _status(row["want"])
+    plugin = NodeNUMAResourcePlugin()
+    state, node = reserve_state(row["state"]), reserve_node(row)
+    got = plugin.reserve_allocation(state, node, affinity)
+    assert got.status == _status(row["want"])
+    assert plugin.reserve(state, node, affinity) == got.status
+    allocation = got.allocation
+    cpus = allocation.cpuset if allocation is not None else CPUSet()
+    numa = allocation.numa_node_resources if allocation is not None else ()
+    assert cpus == CPUSet(row["wantCPUSet"])
+    assert [(n.node, n.resources) for n in numa] == [
+        (raw["node"], resources(raw["resources"])) for raw in row["wantNUMAResource"]
+    ]
