@@ -288,3 +288,33 @@ def test_schedule_command(tmp_path: Path) -> None:
     (tmp_path / "bad.yaml").write_text(CLUSTER.replace("v1alpha2", "v1alpha1"))
     bad = run_cli("schedule", "-f", "pod.yaml", "--nrt", "bad.yaml", cwd=tmp_path)
     assert bad.returncode == 2 and bad.stderr.startswith("kubeletemu: bad.yaml: NodeResourceTopology")
+
+
+def test_schedule_command_refuses_bad_scheduler_configs_with_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "cluster.yaml").write_text(CLUSTER)
+    (tmp_path / "pod.yaml").write_text(POD)
+    cases = {
+        "strategy.yaml": (
+            SCHEDULER_CONFIG.replace("type: MostAllocated", "type: Cheapest"),
+            "strategy.yaml: profiles[0].pluginConfig[0].args: scoringStrategy.type: Unsupported value",
+        ),
+        "plugin.yaml": (
+            SCHEDULER_CONFIG.replace("name: TaintToleration", "name: Bogus"),
+            'plugin.yaml: profiles[1].plugins.filter.enabled[0].name: unknown plugin "Bogus"',
+        ),
+        "nrtargs.yaml": (
+            "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n"
+            "- plugins: {multiPoint: {enabled: [{name: NodeResourceTopologyMatch}]}}\n"
+            "  pluginConfig:\n  - name: NodeResourceTopologyMatch\n"
+            "    args: {scoringStrategy: {type: Fastest}}\n",
+            'nrtargs.yaml: profiles[0].pluginConfig[0].args: scoringStrategy.type: Invalid value: "Fastest"',
+        ),
+    }
+    for name, (text, fragment) in cases.items():
+        (tmp_path / name).write_text(text)
+        out = run_cli(
+            "schedule", "-f", "pod.yaml", "--nrt", "cluster.yaml", "--scheduler-config", name, cwd=tmp_path
+        )
+        assert out.returncode == 2, (name, out.stderr)
+        assert out.stderr.startswith("kubeletemu: ") and fragment in out.stderr, out.stderr
+        assert len(out.stderr.splitlines()) == 1
