@@ -25,6 +25,7 @@ from kubeletemu.pod import Container, Pod
 from kubeletemu.topologymanager import ProviderHints, TopologyHint
 from kubeletemu.topologymanager.numa_scorer import TieBreakDecision
 from kubeletemu.topologymanager.policy_options import DEFAULT_MAX_ALLOWABLE_NUMA_NODES
+from kubeletemu.versions.gates import effective_gates
 
 PROVIDER_DEVICES = "devicemanager"
 PROVIDER_CPU = "cpumanager"
@@ -126,7 +127,8 @@ class ContainerManager:
         self.overrides = overrides or TopologyOverrides()
         self.active_pods = active_pods
         kubelet = config.kubelet
-        gates = dict(kubelet.feature_gates)
+        # The emulated kubelet version's gate defaults under the configured settings (issue 16).
+        gates = effective_gates(config.emulator.kubelet_version, kubelet.feature_gates)
         self.topology_manager_policy = self.overrides.policy or kubelet.topology_manager_policy
         self.topology_manager_scope = self.overrides.scope or kubelet.topology_manager_scope
         self.topology_manager_options = dict(

@@ -30,6 +30,7 @@ from kubeletemu.pod import Pod
 from kubeletemu.registry import REGISTRY_DIR, AdmittedPod, PodRegistry
 from kubeletemu.topologymanager import TopologyHint
 from kubeletemu.topologymanager.numa_scorer import TieBreakDecision
+from kubeletemu.versions.gates import effective_gates
 
 HANDLER_RESOURCE_ALLOCATOR = "resource-allocator"
 HANDLER_PREDICATE = "predicate"
@@ -205,9 +206,8 @@ class NodeEmulator:
 
     def _predicate_handler(self) -> PredicateAdmitHandler:
         kubelet = self.config.kubelet
-        return PredicateAdmitHandler(
-            self.allocatable.allocatable, kubelet.max_pods, feature_gates=kubelet.feature_gates
-        )
+        gates = effective_gates(self.config.emulator.kubelet_version, kubelet.feature_gates)
+        return PredicateAdmitHandler(self.allocatable.allocatable, kubelet.max_pods, feature_gates=gates)
 
     def _run_chain(self, cm: ContainerManager, pod: Pod) -> AdmissionReport:
         """The resource allocator (Topology Manager and its providers), then the predicate handler's

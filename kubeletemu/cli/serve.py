@@ -58,6 +58,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from kubeletemu.daemon.server import ServeOptions, StartupConflictError, StartupError, serve
 
     configure_logging(args.log_level)
+    kubelet_version = None
+    if args.kubelet_version is not None:
+        from kubeletemu.versions import parse_version
+
+        try:
+            kubelet_version = parse_version(args.kubelet_version)
+        except ValueError as err:
+            fail(f"--kubelet-version: {err}", EXIT_USAGE)
     options = ServeOptions(
         config_paths=args.config or (),
         socket=args.socket,
@@ -72,6 +80,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         kubelet_config=args.kubelet_config,
         kubelet_podresources_socket=args.kubelet_podresources_socket,
         shadow_refresh_period=args.shadow_refresh_period,
+        kubelet_version=kubelet_version,
         # Only for a person at a terminal; under systemd the journal gets the JSON log lines alone.
         on_ready=_announce if sys.stderr.isatty() else None,
     )
@@ -125,5 +134,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--shadow-refresh-period",
         type=_duration,
         help="shadow mode: re-read the kubelet's state this often besides on changes (10s; 0s: never)",
+    )
+    serve.add_argument(
+        "--kubelet-version",
+        help="the kubelet version to be exact to: 1.33, 1.34, 1.35, 1.36 or master (default from the config, "
+        "else master)",
     )
     serve.set_defaults(func=cmd_serve)

@@ -25,6 +25,7 @@ kubeletPodResourcesSocket: "" # "": <kubeletRootDir>/pod-resources/kubelet.sock
 shadowRefreshPeriod: 10s      # re-read the kubelet's state at least this often (besides inotify); 0s: never
 shutdownGracePeriod: 10s      # in-flight RPCs get this long on SIGTERM (keep TimeoutStopSec above it)
 logLevel: info                # debug | info | warning | error
+kubeletVersion: master        # the kubelet to be exact to: 1.33, 1.34, 1.35, 1.36 or master
 ```
 
 The command line (``--socket``, ``--state-dir``, ...) overrides the file.
@@ -42,6 +43,7 @@ from kubeletemu.config.fields import Where
 from kubeletemu.config.pci_selector import parse_pci_selector
 from kubeletemu.config.validation import is_extended_resource_name
 from kubeletemu.devicemanager.pci_selector import PCISelector
+from kubeletemu.versions.version import DEFAULT_VERSION, SUPPORTED, parse_version
 
 API_VERSION = "kubeletemu.io/v1alpha1"
 KIND = "EmulatorConfiguration"
@@ -69,6 +71,7 @@ _KEYS = (
     "shadowRefreshPeriod",
     "shutdownGracePeriod",
     "logLevel",
+    "kubeletVersion",
 )
 
 
@@ -111,6 +114,8 @@ class EmulatorConfiguration:
     shadow_refresh_period: float = 10.0  # seconds; 0 disables the periodic refresh
     shutdown_grace_period: float = 10.0  # seconds
     log_level: str = "info"
+    # The kubelet version emulated (issue 16): one of ``kubeletemu.versions.SUPPORTED``.
+    kubelet_version: str = DEFAULT_VERSION
 
 
 def parse_duration(text: str) -> float:
@@ -169,6 +174,16 @@ def parse_emulator_configuration(doc: Mapping[str, Any], where: Where) -> Emulat
         if log_level not in LOG_LEVELS:
             raise where.error("logLevel", f"{log_level!r} is not one of {', '.join(LOG_LEVELS)}")
 
+    kubelet_version = defaults.kubelet_version
+    if doc.get("kubeletVersion") is not None:
+        raw_version = fields.scalar_text(where, "kubeletVersion", doc["kubeletVersion"])
+        try:
+            kubelet_version = parse_version(raw_version)
+        except ValueError:
+            raise where.error(
+                "kubeletVersion", f"{raw_version!r} is not a supported version: {', '.join(SUPPORTED)}"
+            ) from None
+
     return EmulatorConfiguration(
         devices=_device_resources(doc.get("devices"), where),
         sysfs_root=path_setting("sysfsRoot", defaults.sysfs_root),
@@ -185,6 +200,7 @@ def parse_emulator_configuration(doc: Mapping[str, Any], where: Where) -> Emulat
         shadow_refresh_period=refresh,
         shutdown_grace_period=grace,
         log_level=log_level,
+        kubelet_version=kubelet_version,
     )
 
 

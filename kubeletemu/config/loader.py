@@ -8,7 +8,7 @@ error; a kind not given at all takes its defaults. Empty documents (a stray ``--
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kubeletemu.config import emulator_config, kubelet_config
@@ -16,6 +16,7 @@ from kubeletemu.config.emulator_config import EmulatorConfiguration, parse_emula
 from kubeletemu.config.errors import ConfigError
 from kubeletemu.config.fields import Where, YAMLSyntaxError, yaml_documents
 from kubeletemu.config.kubelet_config import KubeletConfiguration, parse_kubelet_configuration
+from kubeletemu.versions.gates import FeatureGateError, validate_feature_gates
 
 _KINDS: dict[str, tuple[str, Callable[[Mapping[str, Any], Where], Any]]] = {
     kubelet_config.KIND: (kubelet_config.API_VERSION, parse_kubelet_configuration),
@@ -31,8 +32,10 @@ class Config:
     origins: Mapping[str, str] = field(default_factory=dict)
 
 
-def load_config(paths: Sequence[str]) -> Config:
-    """Read and validate the configuration files; raises :class:`ConfigError`."""
+def load_config(paths: Sequence[str], kubelet_version: str | None = None) -> Config:
+    """Read and validate the configuration files; raises :class:`ConfigError`. ``kubelet_version`` (a
+    parsed ``--kubelet-version``) wins over the file's ``kubeletVersion``, and ``featureGates`` are checked
+    as that kubelet checks them."""
     documents: list[tuple[Where, Any]] = []
     for path in paths:
         try:
@@ -43,7 +46,7 @@ def load_config(paths: Sequence[str]) -> Config:
         except UnicodeDecodeError as err:
             raise ConfigError(f"{path}: not UTF-8 text: {err.reason} at byte {err.start}") from None
         documents.extend(_documents(text, path))
-    return _build(documents)
+    return _build(documents, kubelet_version)
 
 
 def parse_config(text: str, source: str = "<config>") -> Config:
@@ -64,7 +67,7 @@ def _documents(text: str, source: str) -> list[tuple[Where, Any]]:
     ]
 
 
-def _build(documents: list[tuple[Where, Any]]) -> Config:
+def _build(documents: list[tuple[Where, Any]], kubelet_version: str | None = None) -> Config:
     parsed: dict[str, Any] = {}
     origins: dict[str, str] = {}
     for where, doc in documents:
@@ -83,8 +86,25 @@ def _build(documents: list[tuple[Where, Any]]) -> Config:
             raise where.error("kind", f"a second {kind}; the first is in {origins[kind]}")
         parsed[kind] = parse(doc, where)
         origins[kind] = where.source
-    return Config(
+    emulator = parsed.get(emulator_config.KIND, EmulatorConfiguration())
+    if kubelet_version is not None:
+        emulator = replace(emulator, kubelet_version=kubelet_version)
+    config = Config(
         kubelet=parsed.get(kubelet_config.KIND, KubeletConfiguration()),
-        emulator=parsed.get(emulator_config.KIND, EmulatorConfiguration()),
+        emulator=emulator,
         origins=origins,
     )
+    check_feature_gates(config)
+    return config
+
+
+def check_feature_gates(config: Config, version: str | None = None) -> None:
+    """Refuse ``featureGates`` as the kubelet of ``kubeletVersion`` (or ``version``) does at start-up:
+    an unknown gate, a locked gate set to the other value, an unmet dependency (1.35+). The problem is the
+    kubelet's own text (k8s.io/component-base ``featuregate.SetFromMap``)."""
+    version = version or config.emulator.kubelet_version
+    try:
+        validate_feature_gates(version, config.kubelet.feature_gates)
+    except FeatureGateError as err:
+        where = Where(config.origins.get(kubelet_config.KIND, "<defaults>"))
+        raise where.error("featureGates", f"{err} (kubeletVersion {version})") from None

@@ -15,6 +15,8 @@ from typing import Protocol
 from kubeletemu.cpumanager.errors import PolicyOptionsError
 from kubeletemu.cpumanager.topology import CPUTopology
 from kubeletemu.golang import GoSyntaxError, go_parse_bool, go_quote
+from kubeletemu.versions.gates import default_gates
+from kubeletemu.versions.version import MASTER
 
 FULL_PCPUS_ONLY = "full-pcpus-only"
 DISTRIBUTE_CPUS_ACROSS_NUMA = "distribute-cpus-across-numa"
@@ -27,13 +29,12 @@ ALPHA_GATE = "CPUManagerPolicyAlphaOptions"
 BETA_GATE = "CPUManagerPolicyBetaOptions"
 POD_LEVEL_RESOURCES_GATE = "PodLevelResources"
 POD_LEVEL_RESOURCE_MANAGERS_GATE = "PodLevelResourceManagers"
-# The gates the CPU manager reads, with their defaults in master.
-DEFAULT_FEATURE_GATES: Mapping[str, bool] = {
-    ALPHA_GATE: False,
-    BETA_GATE: True,
-    POD_LEVEL_RESOURCES_GATE: True,
-    POD_LEVEL_RESOURCE_MANAGERS_GATE: False,
-}
+# The gates the CPU manager reads, with their defaults in master, from the kubelet's versioned feature
+# specs (alpha off, beta on, PodLevelResources on, PodLevelResourceManagers off). A caller emulating another
+# version passes that version's gates (``kubeletemu.versions.effective_gates``), which win.
+DEFAULT_FEATURE_GATES: Mapping[str, bool] = default_gates(
+    MASTER, (ALPHA_GATE, BETA_GATE, POD_LEVEL_RESOURCES_GATE, POD_LEVEL_RESOURCE_MANAGERS_GATE)
+)
 
 SINGLE_NUMA_NODE_POLICY = "single-numa-node"
 

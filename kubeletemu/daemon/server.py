@@ -39,6 +39,8 @@ from kubeletemu._proto.podresources.v1 import api_pb2 as podresources_v1
 from kubeletemu._proto.podresources.v1 import api_pb2_grpc as podresources_v1_grpc
 from kubeletemu.checkpointmanager import CheckpointWriter, remove_stale_temporaries
 from kubeletemu.config import Config, load_config
+from kubeletemu.config.errors import ConfigError
+from kubeletemu.config.loader import check_feature_gates
 from kubeletemu.daemon import sdnotify
 from kubeletemu.daemon.admission_servicer import AdmissionServicer
 from kubeletemu.daemon.logging import get_logger
@@ -92,6 +94,8 @@ class ServeOptions:
     kubelet_config: str | None = None
     kubelet_podresources_socket: str | None = None
     shadow_refresh_period: float | None = None
+    # The kubelet version emulated (already parsed; None: as the EmulatorConfiguration says).
+    kubelet_version: str | None = None
     # Called once serving, with the admission and podresources socket paths (the CLI tells a person at a
     # terminal what to run next).
     on_ready: Callable[[str, str], None] | None = None
@@ -113,7 +117,16 @@ class _Runtime:
 
 
 def resolve(options: ServeOptions, config: Config) -> _Runtime:
-    """Flags win over the EmulatorConfiguration, which wins over the built-in defaults."""
+    """Flags win over the EmulatorConfiguration, which wins over the built-in defaults.
+
+    ``--kubelet-version`` replaces the configured ``kubeletVersion``; the ``featureGates`` are then checked
+    again as that kubelet checks them (:class:`StartupError` if it would refuse them)."""
+    if options.kubelet_version is not None and options.kubelet_version != config.emulator.kubelet_version:
+        config = replace(config, emulator=replace(config.emulator, kubelet_version=options.kubelet_version))
+        try:
+            check_feature_gates(config)
+        except ConfigError as err:
+            raise StartupError(str(err)) from None
     emulator = config.emulator
     socket = options.socket or emulator.socket
     kubelet = KubeletPaths.resolve(
@@ -223,7 +236,7 @@ class Daemon:
 
     def read_config(self) -> Config:
         paths = self.config_paths()
-        return load_config(paths) if paths else Config()
+        return load_config(paths, self.options.kubelet_version) if paths else Config()
 
     def load(self) -> None:
         try:

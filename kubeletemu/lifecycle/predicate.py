@@ -47,6 +47,8 @@ from kubeletemu.lifecycle.resources import (
 )
 from kubeletemu.pod import Pod
 from kubeletemu.quantity import Quantity
+from kubeletemu.versions.gates import default_gates
+from kubeletemu.versions.version import MASTER
 
 INSUFFICIENT_RESOURCE_PREFIX = "OutOf"
 OUT_OF_CPU = "OutOfcpu"
@@ -57,11 +59,10 @@ OUT_OF_PODS = "OutOfpods"
 POD_LEVEL_RESOURCES_GATE = "PodLevelResources"
 DRA_EXTENDED_RESOURCE_GATE = "DRAExtendedResource"
 # The gates the node-fit check reads, with their defaults in master (PodLevelResources beta since 1.34,
-# DRAExtendedResource beta since 1.36, GA in 1.37).
-DEFAULT_FEATURE_GATES: Mapping[str, bool] = {
-    POD_LEVEL_RESOURCES_GATE: True,
-    DRA_EXTENDED_RESOURCE_GATE: True,
-}
+# DRAExtendedResource beta since 1.36), from the kubelet's versioned feature specs.
+DEFAULT_FEATURE_GATES: Mapping[str, bool] = default_gates(
+    MASTER, (POD_LEVEL_RESOURCES_GATE, DRA_EXTENDED_RESOURCE_GATE)
+)
 
 _REASONS = {
     CPU: OUT_OF_CPU,

@@ -45,16 +45,17 @@ from kubeletemu.podresources.fingerprint import (
     fingerprint_pods,
     select_pods,
 )
+from kubeletemu.versions.gates import default_gates, effective_gates
+from kubeletemu.versions.version import MASTER
 
 GATE_GET = "KubeletPodResourcesGet"
 GATE_DYNAMIC_RESOURCES = "KubeletPodResourcesDynamicResources"
 GATE_LIST_USE_ACTIVE_PODS = "KubeletPodResourcesListUseActivePods"
-# Defaults in master: Get and DynamicResources beta (on) since 1.34, ListUseActivePods added on in 1.34.
-DEFAULT_GATES: Mapping[str, bool] = {
-    GATE_GET: True,
-    GATE_DYNAMIC_RESOURCES: True,
-    GATE_LIST_USE_ACTIVE_PODS: True,
-}
+# Defaults in master (Get and DynamicResources GA and locked since 1.36, ListUseActivePods on since 1.34),
+# from the kubelet's versioned feature specs; ``gate`` reads the configured kubeletVersion's.
+DEFAULT_GATES: Mapping[str, bool] = default_gates(
+    MASTER, (GATE_GET, GATE_DYNAMIC_RESOURCES, GATE_LIST_USE_ACTIVE_PODS)
+)
 
 
 class PodResourcesError(Exception):
@@ -73,7 +74,10 @@ class PodResourcesNotFoundError(PodResourcesError):
 
 
 def gate(config: Config, name: str) -> bool:
-    return bool(config.kubelet.feature_gates.get(name, DEFAULT_GATES.get(name, False)))
+    """A gate as the configured kubelet version sees it; a gate that version does not know is off (its
+    behaviour predates the gate, e.g. ``List`` returning every pod before 1.34)."""
+    gates = effective_gates(config.emulator.kubelet_version, config.kubelet.feature_gates)
+    return bool(gates.get(name, False))
 
 
 def node_name(config: Config) -> str:

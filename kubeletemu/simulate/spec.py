@@ -48,6 +48,7 @@ from kubeletemu.simulate.engine import SimulationReport, simulate, simulate_live
 from kubeletemu.simulate.errors import SimulationError
 from kubeletemu.simulate.inputs import Matrix, PodStep, RemoveStep, Step
 from kubeletemu.simulate.topology import TopologySource, synthetic_shape
+from kubeletemu.versions.gates import FeatureGateError, effective_gates, validate_feature_gates
 
 API_VERSION = "kubeletemu.io/v1alpha1"
 KIND = "Simulation"
@@ -115,7 +116,7 @@ def parse_simulation(
     where, doc = _document(text, source)
     base = Path(base_dir)
     config = _config(where, base, doc.get("config"), doc.get("featureGates"))
-    pod_level = config.kubelet.feature_gates.get("PodLevelResources", True)
+    pod_level = _pod_level_resources(config)
 
     def pods_file(name: str) -> tuple[str, list[Pod]]:
         manifest = _resolve(base, name)
@@ -143,7 +144,7 @@ def parse_live_simulation(
             "not allowed here: the simulation runs on the daemon's node, with its topology, configuration "
             "and admitted pods; give only matrix and stream",
         )
-    pod_level = config.kubelet.feature_gates.get("PodLevelResources", True)
+    pod_level = _pod_level_resources(config)
     sent = files or {}
 
     def pods_file(name: str) -> tuple[str, list[Pod]]:
@@ -250,7 +251,19 @@ def _config(where: _Where, base: Path, raw: Any, gates_raw: Any) -> Config:
     if not gates:
         return config
     merged = MappingProxyType({**config.kubelet.feature_gates, **gates})
-    return dataclasses.replace(config, kubelet=dataclasses.replace(config.kubelet, feature_gates=merged))
+    config = dataclasses.replace(config, kubelet=dataclasses.replace(config.kubelet, feature_gates=merged))
+    version = config.emulator.kubelet_version
+    try:
+        validate_feature_gates(version, merged)
+    except FeatureGateError as err:
+        raise where.error("featureGates", f"{err} (kubeletVersion {version})") from None
+    return config
+
+
+def _pod_level_resources(config: Config) -> bool:
+    """PodLevelResources as the configured kubelet version sees it (beta, on, from 1.34)."""
+    gates = effective_gates(config.emulator.kubelet_version, config.kubelet.feature_gates)
+    return gates.get("PodLevelResources", False)
 
 
 def _matrix(where: _Where, raw: Any) -> Matrix:

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from kubeletemu.golang import go_atoi, go_parse_bool
+from kubeletemu.versions.gates import default_gates
+from kubeletemu.versions.version import MASTER
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +28,8 @@ NUMA_SCORE_WEIGHTS = "numa-score-weights"
 
 ALPHA_GATE = "TopologyManagerPolicyAlphaOptions"
 BETA_GATE = "TopologyManagerPolicyBetaOptions"
-DEFAULT_FEATURE_GATES: Mapping[str, bool] = {ALPHA_GATE: False, BETA_GATE: True}
+# Their defaults in master (alpha off, beta on), from the kubelet's versioned feature specs.
+DEFAULT_FEATURE_GATES: Mapping[str, bool] = default_gates(MASTER, (ALPHA_GATE, BETA_GATE))
 DEFAULT_MAX_ALLOWABLE_NUMA_NODES = 8
 MIN_NUMA_SCORE_WEIGHT = 0
 MAX_NUMA_SCORE_WEIGHT = 100

@@ -113,6 +113,7 @@ def general_config(
     cpu_policy: str = "static",
     memory_policy: str = "Static",
     feature_gates: dict[str, bool] | None = None,
+    kubelet_version: str | None = None,
 ) -> str:
     reserved = (
         "reservedMemory:\n- numaNode: 0\n  limits: {memory: 1Gi}\n" if memory_policy == "Static" else ""
@@ -127,7 +128,12 @@ def general_config(
         reserved_memory=reserved,
         feature_gates=gates,
     )
-    return kubelet + GENERAL_EMULATOR
+    emulator = (
+        GENERAL_EMULATOR
+        if kubelet_version is None
+        else f"{GENERAL_EMULATOR}kubeletVersion: {kubelet_version!r}\n"
+    )
+    return kubelet + emulator
 
 
 def make_emulator(tmp_path: Path, host: SyntheticHost, config_text: str) -> NodeEmulator:

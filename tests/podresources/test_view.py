@@ -149,9 +149,21 @@ def test_get_not_found_text(node: NodeEmulator, namespace: str, name: str, messa
 
 
 def test_get_disabled_by_its_gate(tmp_path: Path) -> None:
-    emulator = make_emulator(tmp_path, GENERAL_HOST, general_config(feature_gates={view.GATE_GET: False}))
+    # KubeletPodResourcesGet is GA and locked on from 1.36 (master refuses turning it off): a 1.35 kubelet.
+    config = general_config(feature_gates={view.GATE_GET: False}, kubelet_version="1.35")
+    emulator = make_emulator(tmp_path, GENERAL_HOST, config)
     with pytest.raises(view.GetDisabledError, match=r"^PodResources API Get method disabled$"):
         view.get_pod_resources(emulator, "ns1", "gu")
+
+
+def test_get_disabled_by_default_on_a_1_33_kubelet(tmp_path: Path) -> None:
+    # KubeletPodResourcesGet: alpha (off) in 1.33, beta (on) from 1.34 (#132940).
+    emulator = make_emulator(tmp_path, GENERAL_HOST, general_config(kubelet_version="1.33"))
+    with pytest.raises(view.GetDisabledError):
+        view.get_pod_resources(emulator, "ns1", "gu")
+    on = make_emulator(tmp_path / "1.34", GENERAL_HOST, general_config(kubelet_version="1.34"))
+    with pytest.raises(view.PodResourcesNotFoundError):
+        view.get_pod_resources(on, "ns1", "missing")
 
 
 def test_allocatable_is_all_minus_reserved_memory_per_node_and_healthy_devices(node: NodeEmulator) -> None:
