@@ -145,6 +145,7 @@ class ContainerManager:
             self.topology_manager_options,
             feature_gates=gates,
             tie_breaker=self.numa_scoring,
+            kubelet_version=config.emulator.kubelet_version,
         )
         state_path = None if state_dir is None else Path(state_dir)
         self.devices = self._build_devices(state_path, seed)
@@ -205,6 +206,7 @@ class ContainerManager:
             state_dir=None if seed is not None else state_dir,
             feature_gates=gates,
             state=state,
+            kubelet_version=self.config.emulator.kubelet_version,
         )
 
     def _build_memory(

@@ -25,6 +25,7 @@ from kubeletemu.cpumanager.topology import CPUTopology
 from kubeletemu.pod import Container, Pod
 from kubeletemu.quantity import Quantity
 from kubeletemu.topologymanager import ProviderHints, Store
+from kubeletemu.versions.version import MASTER
 
 POLICY_NAMES = (POLICY_NONE, POLICY_STATIC)
 
@@ -233,8 +234,11 @@ def new_manager(
     initial_containers: Mapping[str, tuple[str, str]] | None = None,
     start: bool = True,
     state: State | None = None,
+    kubelet_version: str = MASTER,
 ) -> CPUManager:
     """``NewManager`` (and, unless ``start=False``, ``Start``).
+
+    The static policy's options are checked against their maturity at ``kubelet_version`` (issue 16).
 
     ``node_allocatable_cpu_reservation`` is the cpu of kube-reserved + system-reserved (see
     ``reservation.node_allocatable_cpu_reservation``); ``reserved_system_cpus`` the explicit list.
@@ -252,7 +256,13 @@ def new_manager(
         num_reserved = num_reserved_cpus(node_allocatable_cpu_reservation)
         try:
             policy = StaticPolicy(
-                topology, num_reserved, reserved_system_cpus, affinity, policy_options, feature_gates
+                topology,
+                num_reserved,
+                reserved_system_cpus,
+                affinity,
+                policy_options,
+                feature_gates,
+                kubelet_version,
             )
         except CPUManagerError as err:
             raise type(err)(f"new static policy error: {err}") from None

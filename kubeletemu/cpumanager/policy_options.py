@@ -1,8 +1,12 @@
 """Static policy options (``cpuManagerPolicyOptions``), mirroring ``policy_options.go`` in master.
 
 Alpha options need the ``CPUManagerPolicyAlphaOptions`` gate (off by default), beta options
-``CPUManagerPolicyBetaOptions`` (on by default); stable options need no gate. Error texts are the
-kubelet's. Options are checked in the order given (the kubelet walks a Go map, in random order).
+``CPUManagerPolicyBetaOptions`` (on by default); stable options need no gate. The levels follow the
+emulated kubelet version (:func:`option_levels`, from ``kubeletemu.versions.policy_options``:
+``prefer-align-cpus-by-uncorecache`` alpha in 1.33, beta in 1.34 and 1.35, GA in 1.36;
+``strict-cpu-reservation`` beta before 1.35, GA from 1.35); :data:`OPTION_LEVELS` is master's (both GA
+there). Error texts are the kubelet's, the same from 1.33 to master. Options are checked in the order given
+(the kubelet walks a Go map, in random order).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from typing import Protocol
 from kubeletemu.cpumanager.errors import PolicyOptionsError
 from kubeletemu.cpumanager.topology import CPUTopology
 from kubeletemu.golang import GoSyntaxError, go_parse_bool, go_quote
+from kubeletemu.versions import policy_options as versioned
 from kubeletemu.versions.gates import default_gates
 from kubeletemu.versions.version import MASTER
 
@@ -50,9 +55,27 @@ OPTION_LEVELS: Mapping[str, OptionLevel] = {
     DISTRIBUTE_CPUS_ACROSS_NUMA: OptionLevel.BETA,
     ALIGN_BY_SOCKET: OptionLevel.ALPHA,
     DISTRIBUTE_CPUS_ACROSS_CORES: OptionLevel.ALPHA,
-    STRICT_CPU_RESERVATION: OptionLevel.BETA,
-    PREFER_ALIGN_CPUS_BY_UNCORECACHE: OptionLevel.BETA,
+    # GA on master: kubernetes#134388 (1.35) and #137055 (1.36).
+    STRICT_CPU_RESERVATION: OptionLevel.STABLE,
+    PREFER_ALIGN_CPUS_BY_UNCORECACHE: OptionLevel.STABLE,
 }
+_LEVEL_OF_MATURITY: Mapping[str, OptionLevel] = {
+    "alpha": OptionLevel.ALPHA,
+    "beta": OptionLevel.BETA,
+    "GA": OptionLevel.STABLE,
+}
+
+
+def option_levels(version: str = MASTER) -> dict[str, OptionLevel]:
+    """The maturity table of the kubelet of ``version``: :data:`OPTION_LEVELS` for master, else with the
+    steps of ``kubeletemu.versions.policy_options.CPU_MANAGER`` applied."""
+    levels = dict(OPTION_LEVELS)
+    if version == MASTER:
+        return levels
+    for name, maturity in versioned.maturity_at(versioned.CPU_MANAGER, version).items():
+        levels[name] = _LEVEL_OF_MATURITY[maturity]
+    return levels
+
 
 # Options that cannot be combined, in the order the kubelet checks them.
 _FORBIDDEN_PAIRS = (
@@ -76,10 +99,14 @@ def merged_gates(feature_gates: Mapping[str, bool] | None) -> dict[str, bool]:
     return {**DEFAULT_FEATURE_GATES, **(feature_gates or {})}
 
 
-def check_policy_option_available(name: str, feature_gates: Mapping[str, bool] | None = None) -> None:
-    """``CheckPolicyOptionAvailable``: unknown, or its maturity level's gate is off."""
+def check_policy_option_available(
+    name: str, feature_gates: Mapping[str, bool] | None = None, kubelet_version: str = MASTER
+) -> None:
+    """``CheckPolicyOptionAvailable``: unknown, or its maturity level (at ``kubelet_version``) has its
+    gate off."""
     gates = merged_gates(feature_gates)
-    level = OPTION_LEVELS.get(name)
+    levels = OPTION_LEVELS if kubelet_version == MASTER else option_levels(kubelet_version)
+    level = levels.get(name)
     if level is None:
         raise PolicyOptionsError(f"unknown CPU Manager Policy option: {go_quote(name)}")
     if level is OptionLevel.ALPHA and not gates[ALPHA_GATE]:
@@ -105,12 +132,16 @@ class StaticPolicyOptions:
 
     @classmethod
     def from_map(
-        cls, options: Mapping[str, str] | None, feature_gates: Mapping[str, bool] | None = None
+        cls,
+        options: Mapping[str, str] | None,
+        feature_gates: Mapping[str, bool] | None = None,
+        kubelet_version: str = MASTER,
     ) -> StaticPolicyOptions:
-        """``NewStaticPolicyOptions``: availability, the boolean value, then the forbidden pairs."""
+        """``NewStaticPolicyOptions``: availability (at ``kubelet_version``), the boolean value, then the
+        forbidden pairs."""
         values: dict[str, bool] = {}
         for name, value in (options or {}).items():
-            check_policy_option_available(name, feature_gates)
+            check_policy_option_available(name, feature_gates, kubelet_version)
             if not isinstance(value, str):
                 raise PolicyOptionsError(
                     f"bad value for option {go_quote(name)}: expected a string, got {value!r}"

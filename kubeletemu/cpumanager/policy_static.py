@@ -40,6 +40,7 @@ from kubeletemu.cpumanager.topology import CPUTopology
 from kubeletemu.golang import go_quote
 from kubeletemu.pod import Container, Pod
 from kubeletemu.topologymanager import ProviderHints, Store, TopologyHint
+from kubeletemu.versions.version import MASTER
 
 POLICY_STATIC = "static"
 RESOURCE_CPU = "cpu"
@@ -56,9 +57,11 @@ class StaticPolicy:
         affinity: Store,
         cpu_policy_options: Mapping[str, str] | None = None,
         feature_gates: Mapping[str, bool] | None = None,
+        kubelet_version: str = MASTER,
     ) -> None:
-        """``NewStaticPolicy``: options, their validation against the machine, then the reserved set."""
-        self.options = StaticPolicyOptions.from_map(cpu_policy_options, feature_gates)
+        """``NewStaticPolicy``: options (their maturity at ``kubelet_version``), their validation against
+        the machine, then the reserved set."""
+        self.options = StaticPolicyOptions.from_map(cpu_policy_options, feature_gates, kubelet_version)
         validate_static_policy_options(self.options, topology, affinity)
         self.topology = topology
         self.affinity = affinity

@@ -19,6 +19,7 @@ from kubeletemu.topologymanager.provider import HintProvider
 from kubeletemu.topologymanager.scope import SCOPE_CONTAINER, SCOPE_POD, MergeObserver, Scope
 from kubeletemu.topologymanager.scope_container import ContainerScope
 from kubeletemu.topologymanager.scope_pod import PodScope
+from kubeletemu.versions.version import MASTER
 
 POLICY_NAMES = (POLICY_NONE, POLICY_BEST_EFFORT, POLICY_RESTRICTED, POLICY_SINGLE_NUMA_NODE)
 SCOPE_NAMES = (SCOPE_CONTAINER, SCOPE_POD)
@@ -103,15 +104,18 @@ def new_manager(
     policy_options: Mapping[str, str] | None,
     feature_gates: Mapping[str, bool] | None = None,
     tie_breaker: MaskTieBreaker | None = None,
+    kubelet_version: str = MASTER,
 ) -> TopologyManager:
     """``NewManager``. Policy none short-circuits: no option parsing, no NUMA count check.
+
+    Options are checked against the maturity levels of ``kubelet_version`` (issue 16).
 
     More NUMA nodes than max-allowable-numa-nodes (strictly greater) is an error that stops the kubelet, as
     are KEP-6007 options the policy cannot honour (``validate_policy_options``).
     """
     if policy_name == POLICY_NONE:
         return TopologyManager(Scope(NonePolicy()), None, None)
-    options = PolicyOptions.from_map(policy_options, feature_gates)
+    options = PolicyOptions.from_map(policy_options, feature_gates, kubelet_version=kubelet_version)
     try:
         numa_info = NUMAInfo.from_topology(topology, options.prefer_closest_numa)
     except NUMAInfoError as err:

@@ -1,8 +1,10 @@
 """Topology Manager policy options (``topologyManagerPolicyOptions``), mirroring ``policy_options.go``.
 
 Each option has a maturity level; alpha options need the ``TopologyManagerPolicyAlphaOptions`` gate (off by
-default), beta options ``TopologyManagerPolicyBetaOptions`` (on by default). The error strings are the
-kubelet's since v1.32.
+default), beta options ``TopologyManagerPolicyBetaOptions`` (on by default). The levels follow the emulated
+kubelet version (:func:`option_levels`, from ``kubeletemu.versions.policy_options``:
+``max-allowable-numa-nodes`` is beta before 1.35). The lower-case error strings are the kubelet's since
+v1.33, the oldest version emulated.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from kubeletemu.golang import go_atoi, go_parse_bool
+from kubeletemu.versions import policy_options as versioned
 from kubeletemu.versions.gates import default_gates
 from kubeletemu.versions.version import MASTER
 
@@ -52,6 +55,23 @@ OPTION_LEVELS: dict[str, OptionLevel] = {
     NUMA_ALLOCATION_STRATEGY: OptionLevel.ALPHA,
     NUMA_SCORE_WEIGHTS: OptionLevel.ALPHA,
 }
+_LEVEL_OF_MATURITY: Mapping[str, OptionLevel] = {
+    "alpha": OptionLevel.ALPHA,
+    "beta": OptionLevel.BETA,
+    "GA": OptionLevel.STABLE,
+}
+
+
+def option_levels(version: str = MASTER) -> dict[str, OptionLevel]:
+    """The maturity table of the kubelet of ``version``: :data:`OPTION_LEVELS` for master, else with the
+    steps of ``kubeletemu.versions.policy_options.TOPOLOGY_MANAGER`` applied (the KEP-6007 options, the
+    emulator's extension, are alpha in every version)."""
+    levels = dict(OPTION_LEVELS)
+    if version == MASTER:
+        return levels
+    for name, maturity in versioned.maturity_at(versioned.TOPOLOGY_MANAGER, version).items():
+        levels[name] = _LEVEL_OF_MATURITY[maturity]
+    return levels
 
 
 class PolicyOptionsError(ValueError):
@@ -78,13 +98,15 @@ class PolicyOptions:
         options: Mapping[str, str] | None,
         feature_gates: Mapping[str, bool] | None = None,
         levels: Mapping[str, OptionLevel] | None = None,
+        kubelet_version: str = MASTER,
     ) -> PolicyOptions:
         """``NewPolicyOptions``: availability first, then each option's parser.
 
-        ``levels`` overrides the maturity table (the upstream tests register fake options this way).
+        The maturity table is that of ``kubelet_version`` (:func:`option_levels`); ``levels`` overrides it
+        (the upstream tests register fake options this way).
         """
         gates = {**DEFAULT_FEATURE_GATES, **(feature_gates or {})}
-        table = OPTION_LEVELS if levels is None else levels
+        table = option_levels(kubelet_version) if levels is None else levels
         values: dict[str, object] = {}
         for name, value in (options or {}).items():
             check_policy_option_available(name, gates, table)

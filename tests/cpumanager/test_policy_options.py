@@ -22,8 +22,9 @@ def test_maturity_levels_as_in_master() -> None:
         "distribute-cpus-across-numa": OptionLevel.BETA,
         "align-by-socket": OptionLevel.ALPHA,
         "distribute-cpus-across-cores": OptionLevel.ALPHA,
-        "strict-cpu-reservation": OptionLevel.BETA,
-        "prefer-align-cpus-by-uncorecache": OptionLevel.BETA,
+        # GA since kubernetes#134388 (1.35) and #137055 (1.36).
+        "strict-cpu-reservation": OptionLevel.STABLE,
+        "prefer-align-cpus-by-uncorecache": OptionLevel.STABLE,
     }
 
 
@@ -48,9 +49,10 @@ def test_values_parse_like_go_bools() -> None:
         ),
         ({"align-by-socket": "false"}, None, "Alpha-level Options not enabled"),
         (
-            {"strict-cpu-reservation": "true"},
+            {"distribute-cpus-across-numa": "true"},
             {"CPUManagerPolicyBetaOptions": False},
-            'CPU Manager Policy Beta-level Options not enabled, but option "strict-cpu-reservation" provided',
+            "CPU Manager Policy Beta-level Options not enabled, but option "
+            '"distribute-cpus-across-numa" provided',
         ),
         (
             {"full-pcpus-only": "yes"},
