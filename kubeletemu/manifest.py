@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -106,6 +108,27 @@ def parse_pods(text: str, source: str | None = None, *, pod_level_resources: boo
         else:
             raise ctx.error("kind", f"{kind!r} is not supported: expected Pod, PodList or List")
     return pods
+
+
+# kubectl's -f DIR reads these, not recursively.
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def expand_paths(names: Sequence[str]) -> list[str]:
+    """Every ``-f`` in order, a directory standing for its manifest files sorted by name (kubectl's way);
+    ``-`` (standard input) is kept. Raises ``ManifestError`` for a directory without one."""
+    paths: list[str] = []
+    for name in names:
+        if name != "-" and os.path.isdir(name):
+            found = sorted(
+                str(p) for p in Path(name).iterdir() if p.suffix in MANIFEST_SUFFIXES and p.is_file()
+            )
+            if not found:
+                raise ManifestError(f"{name}: no .yaml, .yml or .json file in this directory")
+            paths.extend(found)
+        else:
+            paths.append(name)
+    return paths
 
 
 def read_pods(path: str, *, pod_level_resources: bool = True) -> list[Pod]:

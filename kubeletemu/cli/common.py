@@ -14,7 +14,6 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
 from typing import Any, NoReturn
 
 import grpc
@@ -25,7 +24,7 @@ from hostprobe.parse import format_cpulist
 from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
 from kubeletemu._proto.kubeletemu.v1 import admission_pb2_grpc as pb_grpc
 from kubeletemu.daemon.refusals import is_state_refusal
-from kubeletemu.manifest import ManifestError, pod_to_manifest, read_pods
+from kubeletemu.manifest import ManifestError, expand_paths, pod_to_manifest, read_pods
 from kubeletemu.pod import Pod
 
 DEFAULT_SOCKET = "/run/kubeletemu/kubeletemu.sock"
@@ -36,8 +35,6 @@ CONFIG_ENV = "KUBELETEMU_CONFIG"
 
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
 OUTPUTS = ("table", "json", "yaml")
-# kubectl's -f DIR reads these, not recursively.
-MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
 
 class CLIError(Exception):
@@ -142,18 +139,10 @@ def add_file_arguments(parser: argparse.ArgumentParser, what: str = "pod manifes
 
 def manifest_paths(names: Sequence[str]) -> list[str]:
     """Every ``-f`` in order; a directory stands for its manifest files, sorted by name (kubectl's way)."""
-    paths: list[str] = []
-    for name in names:
-        if name != "-" and os.path.isdir(name):
-            found = sorted(
-                str(p) for p in Path(name).iterdir() if p.suffix in MANIFEST_SUFFIXES and p.is_file()
-            )
-            if not found:
-                fail(f"{name}: no .yaml, .yml or .json file in this directory")
-            paths.extend(found)
-        else:
-            paths.append(name)
-    return paths
+    try:
+        return expand_paths(names)
+    except ManifestError as err:
+        fail(str(err))
 
 
 def read_pod_files(names: Sequence[str]) -> list[Pod]:

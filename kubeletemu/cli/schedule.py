@@ -25,7 +25,7 @@ from kubeletemu.cli.common import (
 from kubeletemu.config import ConfigError
 from kubeletemu.pod import Pod
 from kubeletemu.scheduler.framework import Decision
-from kubeletemu.scheduler.objects import SUFFIXES, ObjectError, read_objects
+from kubeletemu.scheduler.objects import ObjectError, object_files, read_objects
 from kubeletemu.scheduler.profile import load_profile, node_infos, schedule
 
 
@@ -62,17 +62,15 @@ def _table(doc: dict[str, Any]) -> str:
 def _objects_text(paths: list[str]) -> str:
     """The objects of every --nrt path as one YAML stream, for the daemon (which reads no files)."""
     texts = []
-    for path in paths:
-        files = (
-            sorted(p for p in Path(path).iterdir() if p.suffix in SUFFIXES)
-            if Path(path).is_dir()
-            else [Path(path)]
-        )
-        for file in files:
-            try:
-                texts.append(file.read_text(encoding="utf-8"))
-            except OSError as err:
-                fail(f"{file}: {err.strerror}")
+    try:
+        files = object_files(paths)
+    except ObjectError as err:
+        fail(str(err))
+    for file in files:
+        try:
+            texts.append(file.read_text(encoding="utf-8"))
+        except OSError as err:
+            fail(f"{file}: {err.strerror}")
     return "\n---\n".join(texts)
 
 

@@ -11,6 +11,7 @@ from kubeletemu.emulator import NodeEmulator
 from kubeletemu.podresources import nrt, view
 from kubeletemu.scheduler.framework import NodeInfo
 from kubeletemu.scheduler.objects import Cluster, Node, NodeResourceTopology, from_node_side
+from kubeletemu.scheduler.profile import node_infos
 
 # Which exporter publishes the node's NRT: resource-topology-exporter (and nfd-topology-updater, the same
 # zones), which NodeResourceTopologyMatch reads; or koordlet, which Koordinator's NodeNUMAResource reads.
@@ -38,11 +39,7 @@ def with_node(emulator: NodeEmulator, cluster: Cluster) -> list[NodeInfo]:
     own = node_info(emulator)
     if own.name in cluster.node_names:
         raise ValueError(f"the objects name node {own.name!r}, which is this daemon's own node")
-    others = [
-        NodeInfo(n, cluster.nodes.get(n), cluster.topologies.get(n), tuple(cluster.pods_on(n)))
-        for n in cluster.node_names
-    ]
-    return [own, *others]
+    return [own, *node_infos(cluster)]
 
 
 def published(emulator: NodeEmulator, flavour: str, method: str, update: str) -> nrt.NodeResourceTopology:

@@ -215,8 +215,9 @@ class NodeResourcesFit:
 
 
 def _fit_allocatable(node: NodeInfo) -> Resource:
-    resource = Resource.from_list(node_allocatable(node))
-    if node.node is None and PODS not in node_allocatable(node):
+    allocatable = node_allocatable(node)
+    resource = Resource.from_list(allocatable)
+    if node.node is None and PODS not in allocatable:
         resource.allowed_pod_number = UNKNOWN_POD_LIMIT
     return resource
 

@@ -11,8 +11,7 @@ quantities must match the regular expression ...``.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -20,7 +19,7 @@ from typing import Any
 
 from kubeletemu.config import fields
 from kubeletemu.golang import go_quote
-from kubeletemu.manifest import ManifestError, pod_from_manifest
+from kubeletemu.manifest import ManifestError, expand_paths, pod_from_manifest
 from kubeletemu.pod import Pod
 from kubeletemu.podresources import nrt as node_side
 from kubeletemu.quantity import Quantity, QuantityError
@@ -28,8 +27,6 @@ from kubeletemu.quantity import Quantity, QuantityError
 NRT_API_VERSION = "topology.node.k8s.io/v1alpha2"
 NRT_KIND = "NodeResourceTopology"
 LIST_KINDS = ("List", "NodeResourceTopologyList", "NodeList", "PodList")
-# kubectl reads these from a directory (not recursively).
-SUFFIXES = (".yaml", ".yml", ".json")
 _NO_STRINGS: Mapping[str, str] = MappingProxyType({})
 _NO_QUANTITIES: Mapping[str, Quantity] = MappingProxyType({})
 
@@ -144,23 +141,24 @@ class _Where:
 def read_objects(paths: Sequence[str]) -> Cluster:
     """Files and directories (their ``.yaml``, ``.yml`` and ``.json`` files in name order)."""
     cluster = Cluster()
-    for path in paths:
-        if os.path.isdir(path):
-            files = sorted(p for p in Path(path).iterdir() if p.suffix in SUFFIXES and p.is_file())
-            if not files:
-                raise ObjectError(f"{path}: no .yaml, .yml or .json file in this directory")
-        else:
-            files = [Path(path)]
-        for file in files:
-            try:
-                text = file.read_text(encoding="utf-8")
-            except OSError as err:
-                raise ObjectError(f"{file}: cannot read: {err.strerror or err}") from None
-            except UnicodeDecodeError as err:
-                raise ObjectError(f"{file}: not UTF-8 text: {err.reason} at byte {err.start}") from None
-            for obj in parse_objects(text, str(file)):
-                cluster.add(obj)
+    for file in object_files(paths):
+        try:
+            text = file.read_text(encoding="utf-8")
+        except OSError as err:
+            raise ObjectError(f"{file}: cannot read: {err.strerror or err}") from None
+        except UnicodeDecodeError as err:
+            raise ObjectError(f"{file}: not UTF-8 text: {err.reason} at byte {err.start}") from None
+        for obj in parse_objects(text, str(file)):
+            cluster.add(obj)
     return cluster
+
+
+def object_files(paths: Sequence[str]) -> list[Path]:
+    """The files of ``paths``, a directory standing for its manifest files (as ``-f`` reads them)."""
+    try:
+        return [Path(p) for p in expand_paths(paths)]
+    except ManifestError as err:
+        raise ObjectError(str(err)) from None
 
 
 def parse_objects(text: str, source: str) -> list[NodeResourceTopology | Node | Pod]:
@@ -333,7 +331,3 @@ def from_node_side(topology: node_side.NodeResourceTopology) -> NodeResourceTopo
         attributes=tuple(AttributeInfo(a.name, a.value) for a in topology.attributes),
         annotations=MappingProxyType(dict(topology.annotations)),
     )
-
-
-def nodes_in_order(cluster: Cluster) -> Iterable[str]:
-    return iter(cluster.node_names)
