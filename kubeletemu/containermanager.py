@@ -150,7 +150,7 @@ class ContainerManager:
         state_path = None if state_dir is None else Path(state_dir)
         self.devices = self._build_devices(state_path, seed)
         self.cpus = self._build_cpus(state_path, seed, gates)
-        self.memory = self._build_memory(state_path, seed)
+        self.memory = self._build_memory(state_path, seed, gates)
         for provider in (self.devices, self.cpus, self.memory):
             self.topology.add_hint_provider(provider)
         self.numa_scoring.bind(self)
@@ -169,6 +169,7 @@ class ContainerManager:
             self.topology,
             active_pods=self._active if self.active_pods is not None else None,
             checkpoint_dir=checkpoint_dir,
+            kubelet_version=self.config.emulator.kubelet_version,
         )
         for resource in self.config.emulator.devices:
             if resource.pci_selector is not None:
@@ -210,7 +211,7 @@ class ContainerManager:
         )
 
     def _build_memory(
-        self, state_dir: Path | None, seed: ContainerManager | None
+        self, state_dir: Path | None, seed: ContainerManager | None, gates: Mapping[str, bool]
     ) -> memorymanager.MemoryManager:
         kubelet = self.config.kubelet
         state = None
@@ -230,6 +231,8 @@ class ContainerManager:
             state_dir=None if seed is not None else state_dir,
             active_pods=self._active if self.active_pods is not None else None,
             state=state,
+            feature_gates=gates,
+            kubelet_version=self.config.emulator.kubelet_version,
         )
 
     def kubelet_start_errors(self) -> tuple[str, ...]:

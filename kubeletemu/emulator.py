@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kubeletemu.checkpointmanager import batched_writes
 from kubeletemu.config import Config
+from kubeletemu.config.loader import check_feature_gates
 from kubeletemu.containermanager import (
     AllocationResult,
     ContainerAllocation,
@@ -22,18 +23,21 @@ from kubeletemu.containermanager import (
     held_summary,
     without_allocations,
 )
+from kubeletemu.lifecycle.pod_features import PodFeaturesAdmitHandler
 from kubeletemu.lifecycle.predicate import PredicateAdmitHandler
 from kubeletemu.machine import Machine
 from kubeletemu.node_allocatable import NodeAllocatable, capacity_from_host, compute_node_allocatable
 from kubeletemu.node_topology import NodeTopologyReport, node_topology
 from kubeletemu.pod import Pod
 from kubeletemu.registry import REGISTRY_DIR, AdmittedPod, PodRegistry
-from kubeletemu.topologymanager import TopologyHint
+from kubeletemu.topologymanager import TopologyHint, TopologyManagerError
 from kubeletemu.topologymanager.numa_scorer import TieBreakDecision
 from kubeletemu.versions.gates import effective_gates
+from kubeletemu.versions.version import parse_version
 
 HANDLER_RESOURCE_ALLOCATOR = "resource-allocator"
 HANDLER_PREDICATE = "predicate"
+HANDLER_POD_FEATURES = "pod-features"
 
 
 class EmulatorError(Exception):
@@ -94,6 +98,7 @@ class NodeEmulator:
         self.cm = ContainerManager(config, machine, state_dir=self.state_dir, active_pods=self.registry.uids)
         self.allocatable = self._node_allocatable()
         self.predicate = self._predicate_handler()
+        self.pod_features = self._pod_features_handler()
         self.startup_repairs = self._reconcile()
         for entry in self.registry:
             for name, hint in entry.affinity.items():
@@ -155,17 +160,50 @@ class NodeEmulator:
                 self.registry.add(AdmittedPod(pod, affinity, allocations=records))
         return report
 
-    def would_admit(self, pod: Pod, overrides: TopologyOverrides | None = None) -> AdmissionReport:
-        """The same answer as ``admit`` on an in-memory copy of the node: nothing changes here."""
+    def would_admit(
+        self,
+        pod: Pod,
+        overrides: TopologyOverrides | None = None,
+        kubelet_version: str | None = None,
+    ) -> AdmissionReport:
+        """The same answer as ``admit`` on an in-memory copy of the node: nothing changes here.
+
+        ``kubelet_version`` asks the kubelet of that version instead (see :meth:`at_version`); None or the
+        node's own version is the node's kubelet.
+        """
         self._check_new(pod)
+        if (
+            kubelet_version is not None
+            and parse_version(kubelet_version) != self.config.emulator.kubelet_version
+        ):
+            upgraded = self.at_version(kubelet_version, overrides)
+            return upgraded._run_chain(upgraded.cm, pod)
         return self._run_chain(self.cm.clone(overrides), pod)
 
-    def fork(self, overrides: TopologyOverrides | None = None) -> NodeEmulator:
+    def at_version(self, kubelet_version: str, overrides: TopologyOverrides | None = None) -> NodeEmulator:
+        """A fork of this node run by the kubelet of ``kubelet_version``: the same pods and managers' states,
+        that version's gate defaults and policy-option maturity (an upgrade or downgrade what-if).
+
+        The configuration is checked as that kubelet checks it at start-up: ``featureGates``
+        (``ConfigError``), then the managers' options; a refusal is an :class:`EmulatorError`
+        ``kubeletVersion V: <the kubelet's text>``. An unsupported version is a ``ValueError`` naming the
+        supported range.
+        """
+        version = parse_version(kubelet_version)
+        config = replace(self.config, emulator=replace(self.config.emulator, kubelet_version=version))
+        check_feature_gates(config)
+        try:
+            return self.fork(overrides, config=config)
+        except (ValueError, TopologyManagerError) as err:
+            raise EmulatorError(f"kubeletVersion {version}: {err}") from None
+
+    def fork(self, overrides: TopologyOverrides | None = None, config: Config | None = None) -> NodeEmulator:
         """An independent in-memory node holding what this one holds now: the admitted pods in order, the
         managers' states (``ContainerManager.clone``) and the Topology Manager's stored hints; ``overrides``
-        replace Topology Manager settings. Nothing done on either node shows on the other."""
+        replace Topology Manager settings, ``config`` the configuration (same machine and devices: another
+        kubelet version). Nothing done on either node shows on the other."""
         fork = NodeEmulator.__new__(NodeEmulator)
-        fork.config, fork.machine, fork.state_dir = self.config, self.machine, None
+        fork.config, fork.machine, fork.state_dir = config or self.config, self.machine, None
         fork.registry = PodRegistry(None)
         for entry in self.registry:
             fork.registry.add(
@@ -173,13 +211,14 @@ class NodeEmulator:
             )
         # Not ``cm.clone``: the managers' stale-state sweeps must see the fork's pods, not the live ones.
         fork.cm = ContainerManager(
-            self.config, self.machine, active_pods=fork.registry.uids, overrides=overrides, seed=self.cm
+            fork.config, self.machine, active_pods=fork.registry.uids, overrides=overrides, seed=self.cm
         )
         for uid, hints in self.cm.topology.scope.pod_topology_hints.items():
             for name, hint in hints.items():
                 fork.cm.topology.scope.set_topology_hints(uid, name, hint)
         fork.allocatable = self.allocatable
         fork.predicate = fork._predicate_handler()  # its own: the handler caches per-pod requests
+        fork.pod_features = fork._pod_features_handler()
         fork.startup_repairs = []
         return fork
 
@@ -209,9 +248,16 @@ class NodeEmulator:
         gates = effective_gates(self.config.emulator.kubelet_version, kubelet.feature_gates)
         return PredicateAdmitHandler(self.allocatable.allocatable, kubelet.max_pods, feature_gates=gates)
 
+    def _pod_features_handler(self) -> PodFeaturesAdmitHandler:
+        kubelet = self.config.kubelet
+        return PodFeaturesAdmitHandler(
+            effective_gates(self.config.emulator.kubelet_version, kubelet.feature_gates)
+        )
+
     def _run_chain(self, cm: ContainerManager, pod: Pod) -> AdmissionReport:
         """The resource allocator (Topology Manager and its providers), then the predicate handler's
-        node fit: the kubelet's order, so a pod refused by both reports the allocator's reason."""
+        node fit, then the pod-features handler (pod-level resources with the gate off): the kubelet's
+        order, so a pod refused by several reports the earliest handler's reason."""
         allocation = cm.allocate(pod)
         if not allocation.result.admit:
             return _report(pod, allocation, HANDLER_RESOURCE_ALLOCATOR)
@@ -220,13 +266,16 @@ class NodeEmulator:
             {r: len(ids) for r, ids in cm.devices.allocated_devices.items()} if holds_devices else None
         )
         result = self.predicate.admit(pod, self.registry.pods(), allocated_devices=allocated)
+        decided_by = HANDLER_PREDICATE
+        if result.admit:
+            result, decided_by = self.pod_features.admit(pod), HANDLER_POD_FEATURES
         if not result.admit:
             # The allocator already allocated: release it, as the kubelet's stale-state removal would.
             released = tuple(filter(None, (held_summary(c) for c in allocation.containers)))
             cm.release(pod.uid)
             containers = tuple(without_allocations(c) for c in allocation.containers)
             return AdmissionReport(
-                pod, False, result.reason, result.message, HANDLER_PREDICATE, containers, released
+                pod, False, result.reason, result.message, decided_by, containers, released
             )
         return _report(pod, allocation, "")
 

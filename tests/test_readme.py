@@ -46,6 +46,7 @@ KINDS = {
     "systemd",
     "needs-kubelet",
     "benchmarks",
+    "fleet",
 }
 KINDS |= {"python"}
 # The quick start's scratch directory; the test moves it under its own temporary directory.
@@ -82,7 +83,8 @@ def test_every_example_is_marked_and_known() -> None:
 def test_the_test_command_is_what_ci_runs() -> None:
     [command] = of_kind("tests")
     ci = (REPO / ".ci" / "run").read_text()
-    assert "pip install -e '.[test]'" in command.body and "pip install --quiet -e '.[test]'" in ci
+    extras = "'.[test,plot,cluster]'"
+    assert f"pip install -e {extras}" in command.body and f"pip install --quiet -e {extras}" in ci
     assert command.body.endswith(".venv/bin/python -m pytest -q")
     assert "-m pytest -q\n" in ci
 
@@ -124,6 +126,20 @@ def test_examples_that_cannot_run_here_parse(kind: str) -> None:
                 pytest.fail(f"README: kubeletemu {shlex.join(argv)} is refused by the CLI ({exit.code})")
     if kind == "benchmarks":
         assert sorted(REPO.glob("benchmarks/bench_*.py"))
+
+
+def test_fleet_example_prints_the_table_shown() -> None:
+    [example] = of_kind("fleet")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
+    out = _run(example.body, REPO, env)
+    assert out.returncode == 0, out.stderr
+    shown = re.findall(r"^\| `([^`]+)`[^|]*\| (\d[\d,]*)", README.read_text(), re.MULTILINE)
+    rows = {name: errors.replace(",", "") for name, errors in shown if "/seed=" in name}
+    assert len(rows) == 4
+    for line in out.stdout.splitlines()[2:]:
+        name, errors = line.split()[:2]
+        assert rows.pop(name) == errors, line
+    assert not rows
 
 
 # ---- the quick start, end to end -----------------------------------------------------------------------

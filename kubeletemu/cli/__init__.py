@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 
-from kubeletemu.cli import node, pods, probe, schedule, serve, shadow, whatif
+from kubeletemu.cli import fleet, node, pods, probe, schedule, serve, shadow, whatif
 from kubeletemu.cli.common import EXIT_OK, EXIT_REFUSED, EXIT_UNREACHABLE, EXIT_USAGE, CLIError
 
 __all__ = ["EXIT_OK", "EXIT_REFUSED", "EXIT_UNREACHABLE", "EXIT_USAGE", "build_parser", "main"]
@@ -32,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"kubeletemu {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
-    for group in (serve, pods, node, whatif, schedule, shadow, probe):
+    for group in (serve, pods, node, whatif, schedule, shadow, probe, fleet):
         group.register(sub)
     return parser
 

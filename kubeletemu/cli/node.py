@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from typing import Any
 
 from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
@@ -74,9 +75,30 @@ def cmd_nrt(args: argparse.Namespace) -> int:
     request = pb.GetNodeResourceTopologyRequest(
         fingerprint_method=args.method, update_trigger=args.update, flavour=args.flavour
     )
-    manifest = nrt_from_msg(call(stub(socket).GetNodeResourceTopology, request, socket)).to_manifest()
-    emit([manifest], args.output, _nrt_table)
+    response = call(stub(socket).GetNodeResourceTopology, request, socket)
+    manifest = nrt_from_msg(response).to_manifest()
+    if response.koordinator_device:
+        # koordlet publishes the node's Device next to its NRT: one List, as `kubectl get -o yaml` prints
+        # several objects (and `kubeletemu schedule --nrt` reads back).
+        device = json.loads(response.koordinator_device)
+        emit([{"apiVersion": "v1", "kind": "List", "items": [manifest, device]}], args.output, _list_table)
+    else:
+        emit([manifest], args.output, _nrt_table)
     return EXIT_OK
+
+
+def _list_table(doc: dict[str, Any]) -> str:
+    """The NRT's table, then the Device's: one row per device."""
+    topology, device = doc["items"]
+    rows = [["DEVICE", "MINOR", "ID", "HEALTH", "NUMA", "PCIE", "RESOURCES"]]
+    for d in device["spec"].get("devices", []):
+        t = d.get("topology") or {}
+        resources = ",".join(f"{k}={v}" for k, v in sorted(d.get("resources", {}).items()))
+        where = [str(t.get("nodeID", "-")), t.get("pcieID", "-")]
+        rows.append(
+            [d["type"], str(d["minor"]), d.get("id", ""), str(d["health"]).lower(), *where, resources]
+        )
+    return _nrt_table(topology) + "\n" + align(rows)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -119,6 +141,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         choices=FLAVOURS,
         default=FLAVOUR_RTE,
         help="which exporter's object: rte (resource-topology-exporter, read by NodeResourceTopologyMatch) "
-        "or koordlet (Koordinator's, read by NodeNUMAResource); default %(default)s",
+        "or koordlet (Koordinator's, read by NodeNUMAResource; with the node's Device object, in a List, "
+        "when it has GPU or RDMA devices); default %(default)s",
     )
     nrt.set_defaults(func=cmd_nrt)

@@ -9,6 +9,7 @@ from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
 from kubeletemu.cli.common import (
     EXIT_OK,
     EXIT_REFUSED,
+    EXIT_USAGE,
     add_file_arguments,
     add_output_argument,
     add_socket_arguments,
@@ -99,9 +100,22 @@ def _overrides(args: argparse.Namespace) -> pb.PolicyOverrides:
     return overrides
 
 
+def _kubelet_version(args: argparse.Namespace) -> str:
+    """``--kubelet-version``, checked here as ``serve`` checks it (the daemon checks it again)."""
+    if args.kubelet_version is None:
+        return ""
+    from kubeletemu.versions import parse_version
+
+    try:
+        return parse_version(args.kubelet_version)
+    except ValueError as err:
+        fail(f"--kubelet-version: {err}", EXIT_USAGE)
+
+
 def cmd_admit(args: argparse.Namespace, dry_run: bool) -> int:
     pods = read_pod_files(args.files)
     overrides = _overrides(args) if dry_run else None
+    version = _kubelet_version(args) if dry_run else ""
     socket = socket_path(args)
     client = stub(socket)
     rejected = False
@@ -111,7 +125,7 @@ def cmd_admit(args: argparse.Namespace, dry_run: bool) -> int:
         for pod in pods:
             source = pod_source(pod)
             if dry_run:
-                request = pb.WouldAdmitRequest(pod=source, overrides=overrides)
+                request = pb.WouldAdmitRequest(pod=source, overrides=overrides, kubelet_version=version)
                 response = call(client.WouldAdmit, request, socket)
             else:
                 response = call(client.Admit, pb.AdmitRequest(pod=source), socket)
@@ -161,6 +175,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             p.add_argument("--policy", help="what-if topologyManagerPolicy")
             p.add_argument("--scope", help="what-if topologyManagerScope")
             p.add_argument("--policy-option", action="append", help="what-if policy option KEY=VALUE")
+            p.add_argument(
+                "--kubelet-version",
+                help="ask the kubelet of this version (1.33, 1.34, 1.35, 1.36 or master) on the node as it "
+                "is now: an upgrade what-if (default: the daemon's version)",
+            )
         p.set_defaults(func=lambda a, d=dry: cmd_admit(a, d))
 
     remove = sub.add_parser("remove", help="remove admitted pods")

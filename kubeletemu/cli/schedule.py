@@ -25,6 +25,7 @@ from kubeletemu.cli.common import (
 from kubeletemu.config import ConfigError
 from kubeletemu.pod import Pod
 from kubeletemu.scheduler.framework import Decision
+from kubeletemu.scheduler.live import FLAVOURS
 from kubeletemu.scheduler.objects import ObjectError, object_files, read_objects
 from kubeletemu.scheduler.profile import load_profile, node_infos, schedule
 
@@ -105,7 +106,11 @@ def _on_daemon(args: argparse.Namespace, pods: list[Pod]) -> list[dict[str, Any]
             call(
                 client.Schedule,
                 pb.ScheduleRequest(
-                    pod=pod_source(pod), objects=objects, scheduler_config=config, profile=args.profile or ""
+                    pod=pod_source(pod),
+                    objects=objects,
+                    scheduler_config=config,
+                    profile=args.profile or "",
+                    flavour=args.flavour or "",
                 ),
                 socket,
             )
@@ -119,6 +124,8 @@ def cmd_schedule(args: argparse.Namespace) -> int:
     if args.socket or args.live:
         docs = _on_daemon(args, pods)
     else:
+        if args.flavour:
+            fail("--flavour picks how the daemon's own node is published: it needs --live or --socket")
         if not args.nrt:
             fail("--nrt is required (or --live / --socket: the daemon's node and any --nrt objects)")
         try:
@@ -159,5 +166,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--nrt objects. Default: here, on the --nrt objects alone",
     )
     p.add_argument("--live", action="store_true", help="ask the daemon found as other commands find it")
+    p.add_argument(
+        "--flavour",
+        choices=FLAVOURS,
+        help="with --live/--socket: the daemon's node as this exporter publishes it (koordlet: its NRT, "
+        "Device and pods' device-allocated annotations). Default: koordlet when the profile runs "
+        "NodeNUMAResource(Design), else rte",
+    )
     add_output_argument(p)
     p.set_defaults(func=cmd_schedule)

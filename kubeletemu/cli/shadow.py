@@ -31,6 +31,16 @@ def _report_table(r: dict[str, Any]) -> str:
         f"pods: {r['pods_listed']} listed, {r['pods_matched']} matched to checkpoint UIDs, "
         f"{r['pods_derived']} derived",
     ]
+    if r.get("kubelet_version"):
+        said = (
+            f" ({r['kubelet_binary']} says {r['kubelet_binary_version']})"
+            if r["kubelet_binary_version"]
+            else ""
+        )
+        source = r["kubelet_version_source"]
+        lines.insert(1, f"kubelet version: emulating {r['kubelet_version']}, from the {source}{said}")
+        if r["kubelet_version_note"]:
+            lines.insert(2, f"  {r['kubelet_version_note']}")
     if r["last_error"]:
         lines.append(f"last refresh FAILED (this mirror is older): {r['last_error']}")
     sections = (

@@ -34,25 +34,29 @@ SIMULATION_TIMEOUT = 600.0
 
 def cmd_simulate(args: argparse.Namespace) -> int:
     """Runs locally from the file's topology, configuration and stream; with ``--socket`` or ``--live``, on
-    the daemon's node as it is now (gRPC ``Simulate``): the file then gives the matrix and the stream only."""
-    from kubeletemu.simulate import SimulationError, render_chart, render_json, render_table
+    the daemon's node as it is now (gRPC ``Simulate``): the file then gives the matrix and the stream only.
+    ``--chart`` is drawn here from the JSON report, wherever it ran: the daemon has no plotting library."""
+    from kubeletemu.plot import PlotUnavailable, require_matplotlib
+    from kubeletemu.simulate import SimulationError, render_json, render_table
     from kubeletemu.simulate.spec import load_simulation, pod_files, read_text
 
     [path] = args.files if len(args.files) == 1 else fail("simulate takes one -f file")
+    if args.chart:
+        try:
+            require_matplotlib()  # before a long run, not after it
+        except PlotUnavailable as err:
+            fail(str(err))
     try:
         if args.socket is not None or args.live:
             socket = socket_path(args)
             text = read_text(path)
-            request = pb.SimulateRequest(
-                simulation=text, files=pod_files(text, Path(path).parent), png=bool(args.chart)
-            )
+            request = pb.SimulateRequest(simulation=text, files=pod_files(text, Path(path).parent))
             client = stub(socket, max_receive=SIMULATION_MAX_MESSAGE)
             response = call(client.Simulate, request, socket, timeout=SIMULATION_TIMEOUT)
-            table, as_json, chart = response.table, response.json, response.png
+            table, as_json = response.table, response.json
         else:
             report = load_simulation(path).run()
             table, as_json = render_table(report), render_json(report)
-            chart = render_chart(report) if args.chart else b""
     except SimulationError as err:
         fail(str(err))
     except OSError as err:
@@ -65,9 +69,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         sys.stdout.write(yaml.safe_dump(json.loads(as_json), sort_keys=False))
     sys.stdout.flush()
     if args.chart:
+        from kubeletemu.plot import simulation_chart
+
         try:
-            with open(args.chart, "wb") as out:
-                out.write(chart)
+            simulation_chart(json.loads(as_json), Path(args.chart))
         except OSError as err:
             fail(f"{args.chart}: {err.strerror}")
     return EXIT_OK
@@ -133,5 +138,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--live", action="store_true", help="run on the daemon found as other commands find it (see --config)"
     )
     add_output_argument(simulate)
-    simulate.add_argument("--chart", help="also write a PNG chart to this file")
+    simulate.add_argument(
+        "--chart",
+        help="also write a PNG chart to this file (needs matplotlib: pip install 'kubeletemu[plot]')",
+    )
     simulate.set_defaults(func=cmd_simulate)

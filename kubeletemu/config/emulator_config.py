@@ -26,6 +26,7 @@ shadowRefreshPeriod: 10s      # re-read the kubelet's state at least this often 
 shutdownGracePeriod: 10s      # in-flight RPCs get this long on SIGTERM (keep TimeoutStopSec above it)
 logLevel: info                # debug | info | warning | error
 kubeletVersion: master        # the kubelet to be exact to: 1.33, 1.34, 1.35, 1.36 or master
+kubeletBinary: /usr/bin/kubelet  # shadow mode: its --version picks kubeletVersion; "": use the setting
 ```
 
 The command line (``--socket``, ``--state-dir``, ...) overrides the file.
@@ -72,6 +73,7 @@ _KEYS = (
     "shutdownGracePeriod",
     "logLevel",
     "kubeletVersion",
+    "kubeletBinary",
 )
 
 
@@ -116,6 +118,9 @@ class EmulatorConfiguration:
     log_level: str = "info"
     # The kubelet version emulated (issue 16): one of ``kubeletemu.versions.SUPPORTED``.
     kubelet_version: str = DEFAULT_VERSION
+    # Shadow mode: the real kubelet's binary, run with --version to pick the version emulated (None: use
+    # ``kubelet_version``).
+    kubelet_binary: str | None = "/usr/bin/kubelet"
 
 
 def parse_duration(text: str) -> float:
@@ -201,6 +206,9 @@ def parse_emulator_configuration(doc: Mapping[str, Any], where: Where) -> Emulat
         shutdown_grace_period=grace,
         log_level=log_level,
         kubelet_version=kubelet_version,
+        kubelet_binary=defaults.kubelet_binary
+        if doc.get("kubeletBinary") is None
+        else (fields.string(where, "kubeletBinary", doc["kubeletBinary"]) or None),
     )
 
 

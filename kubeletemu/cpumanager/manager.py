@@ -18,6 +18,7 @@ from kubeletemu.cpumanager.policy import Policy
 from kubeletemu.cpumanager.policy_none import POLICY_NONE, NonePolicy
 from kubeletemu.cpumanager.policy_static import POLICY_STATIC, StaticPolicy
 from kubeletemu.cpumanager.reservation import num_reserved_cpus
+from kubeletemu.cpumanager.state.formats import CPUCheckpointFormat
 from kubeletemu.cpumanager.state.state import ContainerCPUAssignments, State
 from kubeletemu.cpumanager.state.state_checkpoint import CheckpointState
 from kubeletemu.cpumanager.state.state_mem import MemoryState
@@ -41,6 +42,8 @@ class CPUManager:
         # containerID -> (podUID, container name), filled by add_container.
         self.container_map: dict[str, tuple[str, str]] = {}
         self._allocatable = CPUSet()
+        # The cpu_manager_state format of the emulated kubelet (new_manager sets it from the version).
+        self.checkpoint_format = CPUCheckpointFormat()
 
     # -- life cycle ----------------------------------------------------------------------------------
 
@@ -57,7 +60,12 @@ class CPUManager:
                 if state_dir is None:
                     self._state = MemoryState()
                 else:
-                    self._state = CheckpointState(state_dir, self.policy.name, self.container_map)
+                    self._state = CheckpointState(
+                        state_dir,
+                        self.policy.name,
+                        self.container_map,
+                        checkpoint_format=self.checkpoint_format,
+                    )
             self.policy.start(self._state)
             self._allocatable = self.policy.get_allocatable_cpus(self._state)
 
@@ -269,6 +277,7 @@ def new_manager(
     else:
         raise CPUManagerError(f'unknown policy: "{policy_name}"')
     manager = CPUManager(policy, topology, state)
+    manager.checkpoint_format = CPUCheckpointFormat.for_kubelet(kubelet_version, feature_gates)
     if start:
         manager.start(state_dir, initial_containers)
     return manager

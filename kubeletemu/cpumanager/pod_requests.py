@@ -11,6 +11,8 @@ from kubeletemu.cpumanager.policy_options import (
 )
 from kubeletemu.pod import Container, Pod, QOSClass, compute_qos
 from kubeletemu.quantity import Quantity
+from kubeletemu.versions.behaviours import in_effect
+from kubeletemu.versions.version import MASTER
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -40,13 +42,21 @@ def is_integral_cpu_amount(quantity: Quantity) -> bool:
     return quantity.value() * 1000 == quantity.milli_value()
 
 
-class RequestCalculator:
-    """The static policy's request arithmetic under a set of feature gates."""
+# kubernetes#133279 (1.34): the CPU and Memory Managers leave pods with pod-level resources alone.
+SKIP_POD_LEVEL_RESOURCES = "cpumemorymanager.skip-pod-level-resources"
 
-    def __init__(self, feature_gates: Mapping[str, bool] | None = None) -> None:
+
+class RequestCalculator:
+    """The static policy's request arithmetic under a set of feature gates, as the kubelet of
+    ``kubelet_version`` does it."""
+
+    def __init__(
+        self, feature_gates: Mapping[str, bool] | None = None, kubelet_version: str = MASTER
+    ) -> None:
         gates = merged_gates(feature_gates)
         self.pod_level_resources = gates[POD_LEVEL_RESOURCES_GATE]
         self.pod_level_resource_managers = gates[POD_LEVEL_RESOURCE_MANAGERS_GATE]
+        self.skips_pod_level = in_effect(SKIP_POD_LEVEL_RESOURCES, kubelet_version)
 
     def qos(self, pod: Pod) -> QOSClass:
         return compute_qos(pod, self.pod_level_resources)
@@ -56,7 +66,11 @@ class RequestCalculator:
         return self.pod_level_resource_managers and is_pod_level_resources_set(pod)
 
     def pod_level_unsupported(self, pod: Pod) -> bool:
-        """Pod-level resources set while either pod-level gate is off: the CPU manager stays out."""
+        """Pod-level resources set while either pod-level gate is off: the CPU manager stays out (from
+        1.34, kubernetes#133279, merged in July 2025 after the 1.33 release; a 1.33 kubelet has no such
+        check and serves the containers as in any pod of the pod's QoS class)."""
+        if not self.skips_pod_level:
+            return False
         return (
             not self.pod_level_resource_managers or not self.pod_level_resources
         ) and is_pod_level_resources_set(pod)

@@ -65,7 +65,7 @@ class StaticPolicy:
         validate_static_policy_options(self.options, topology, affinity)
         self.topology = topology
         self.affinity = affinity
-        self.requests = RequestCalculator(feature_gates)
+        self.requests = RequestCalculator(feature_gates, kubelet_version)
         self.cpu_group_size = topology.cpus_per_core()
         # podUID -> CPUs of its finished init containers, reusable by the next containers of that pod.
         self.cpus_to_reuse: dict[str, CPUSet] = {}

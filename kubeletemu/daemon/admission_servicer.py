@@ -17,6 +17,7 @@ node as it is now, the real node's in shadow mode, leaving it untouched.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -41,7 +42,7 @@ from kubeletemu.scheduler.leastnumanodes import least_numa_nodes_for_node
 from kubeletemu.scheduler.objects import Cluster, parse_objects
 from kubeletemu.scheduler.profile import load_profile, profiles_from_text, schedule
 from kubeletemu.shadow import READ_ONLY_MESSAGE, ShadowReport
-from kubeletemu.simulate import render_chart, render_json, render_table
+from kubeletemu.simulate import render_json, render_table
 from kubeletemu.simulate.spec import LiveSimulation, parse_live_simulation
 from kubeletemu.topologymanager import ERROR_TOPOLOGY_AFFINITY
 from kubeletemu.topologymanager.policy import POLICY_SINGLE_NUMA_NODE
@@ -127,7 +128,9 @@ class AdmissionServicer(pb_grpc.AdmissionServicer):
     def WouldAdmit(self, request: pb.WouldAdmitRequest, context: Any) -> pb.AdmitResponse:
         pod = convert.pods_from_source(request.pod)[0]
         overrides = convert.overrides_from(request.overrides)
-        return convert.admit_response(self.emulator().would_admit(pod, overrides))
+        # Empty: the daemon's own kubelet; else that version's (an unsupported one is INVALID_ARGUMENT).
+        version = request.kubelet_version or None
+        return convert.admit_response(self.emulator().would_admit(pod, overrides, version))
 
     async def Simulate(
         self, request: pb.SimulateRequest, context: grpc.aio.ServicerContext
@@ -138,7 +141,7 @@ class AdmissionServicer(pb_grpc.AdmissionServicer):
         simulation, node, name = await self._fork_for_simulation(request, context)
         started = time.perf_counter()
         async with engine_errors(context):
-            response = await asyncio.to_thread(_simulate, simulation, node, name, request.png)
+            response = await asyncio.to_thread(_simulate, simulation, node, name)
         log.info(
             "simulate",
             configurations=len(simulation.matrix.configurations(node.config)),
@@ -229,7 +232,12 @@ class AdmissionServicer(pb_grpc.AdmissionServicer):
     ) -> pb.NodeResourceTopology:
         method = request.fingerprint_method or METHOD_WITH_EXCLUSIVE_RESOURCES
         update = request.update_trigger or nrt.RTE_UPDATE_PERIODIC
-        return convert.nrt_msg(live.published(self.emulator(), request.flavour, method, update))
+        emulator = self.emulator()
+        msg = convert.nrt_msg(live.published(emulator, request.flavour, method, update))
+        device = live.published_device(emulator, request.flavour)
+        if device is not None:
+            msg.koordinator_device = json.dumps(device.to_manifest(), separators=(",", ":"))
+        return msg
 
     @serialized
     def LeastNUMANodes(self, request: pb.LeastNUMANodesRequest, context: Any) -> pb.LeastNUMANodesResponse:
@@ -251,7 +259,8 @@ class AdmissionServicer(pb_grpc.AdmissionServicer):
             if request.scheduler_config
             else load_profile(None, request.profile or None)
         )
-        return convert.schedule_msg(schedule(pod, live.with_node(self.emulator(), cluster), profile))
+        flavour = request.flavour or live.profile_flavour(profile)
+        return convert.schedule_msg(schedule(pod, live.with_node(self.emulator(), cluster, flavour), profile))
 
     def _observe(self, emulator: NodeEmulator, report: AdmissionReport, seconds: float) -> None:
         """The kubelet's Topology Manager admission metrics, counted where it counts them: admission errors
@@ -274,16 +283,21 @@ class AdmissionServicer(pb_grpc.AdmissionServicer):
                 m.container_aligned_compute_resources_count.labels(scope, ALIGNED_NUMA_NODE).inc(aligned)
 
 
-def _simulate(simulation: LiveSimulation, node: NodeEmulator, name: str, png: bool) -> pb.SimulateResponse:
+def _simulate(simulation: LiveSimulation, node: NodeEmulator, name: str) -> pb.SimulateResponse:
+    """Table and JSON only: the client draws any chart from the JSON (no plotting library on nodes)."""
     report = simulation.run(node, name)
-    return pb.SimulateResponse(
-        json=render_json(report), table=render_table(report), png=render_chart(report) if png else b""
-    )
+    return pb.SimulateResponse(json=render_json(report), table=render_table(report))
 
 
 def shadow_report_msg(report: ShadowReport) -> pb.ShadowReport:
     paths = report.paths
+    version = report.kubelet_version
     return pb.ShadowReport(
+        kubelet_version="" if version is None else version.version,
+        kubelet_version_source="" if version is None else version.source,
+        kubelet_binary="" if version is None else version.binary,
+        kubelet_binary_version="" if version is None else version.reported,
+        kubelet_version_note="" if version is None else version.note,
         generation=report.generation,
         refreshed_at=report.refreshed_at,
         checked_at=report.checked_at,

@@ -319,6 +319,8 @@ class Daemon:
                 install=self._install,
                 refresh_period=rt.shadow_refresh_period,
                 metrics=ShadowMetrics(self.metrics.registry),
+                kubelet_binary=config.emulator.kubelet_binary,
+                pinned_version=self.options.kubelet_version,
             )
             self.emulator = self.shadow.initial()
             self.metrics.observe_node(self.emulator)

@@ -37,6 +37,10 @@ from kubeletemu.devicemanager.topology_hints import (
 from kubeletemu.pod import Container, Pod
 from kubeletemu.topologymanager.hint import ProviderHints, TopologyHint
 from kubeletemu.topologymanager.provider import Store
+from kubeletemu.versions.behaviours import in_effect
+from kubeletemu.versions.version import MASTER
+
+HINTS_OVER_DEVICE_NODES = "devicemanager.hints-over-device-numa-nodes"
 
 ActivePodsFunc = Callable[[], Iterable[Pod | str]]
 
@@ -48,6 +52,7 @@ class DeviceManager:
     given, drives ``UpdateAllocatedDevices`` (devices of other pods are freed before hints and
     allocation); without it nothing is garbage-collected and callers use :meth:`remove_pod`.
     ``checkpoint_dir`` keeps ``kubelet_internal_checkpoint`` there (restored at construction).
+    ``kubelet_version`` picks the hint generation of that kubelet (see ``generate_device_topology_hints``).
     """
 
     def __init__(
@@ -57,8 +62,11 @@ class DeviceManager:
         *,
         active_pods: ActivePodsFunc | None = None,
         checkpoint_dir: str | os.PathLike[str] | None = None,
+        kubelet_version: str = MASTER,
     ) -> None:
         self.numa_nodes = sorted(numa_nodes)
+        # kubernetes#138244 (master, 1.37): hints over the NUMA nodes of the resource's devices.
+        self.hints_over_device_nodes = in_effect(HINTS_OVER_DEVICE_NODES, kubelet_version)
         self.affinity = affinity
         self.active_pods = active_pods
         self._lock = threading.RLock()
@@ -202,7 +210,12 @@ class DeviceManager:
         self, resource: str, available: Iterable[str], reusable: Iterable[str], request: int
     ) -> list[TopologyHint]:
         return generate_device_topology_hints(
-            self.numa_nodes, self.all_devices.get(resource, {}), available, reusable, request
+            self.numa_nodes,
+            self.all_devices.get(resource, {}),
+            available,
+            reusable,
+            request,
+            device_nodes_only=self.hints_over_device_nodes,
         )
 
     def allocate(self, pod: Pod, container: Container) -> None:

@@ -23,6 +23,7 @@ from kubeletemu.memorymanager.reserved_memory import (
     get_node_allocatable_reservation,
     get_system_reserved_memory,
 )
+from kubeletemu.memorymanager.state.formats import MemoryCheckpointFormat
 from kubeletemu.memorymanager.state.state import Block, MemoryTable, State
 from kubeletemu.memorymanager.state.state_checkpoint import MEMORY_MANAGER_STATE_FILE, CheckpointState
 from kubeletemu.memorymanager.state.state_mem import MemoryState
@@ -30,6 +31,7 @@ from kubeletemu.pod import Container, Pod
 from kubeletemu.quantity import Quantity
 from kubeletemu.topologymanager.hint import ProviderHints
 from kubeletemu.topologymanager.provider import Store
+from kubeletemu.versions.version import MASTER
 
 POLICY_NAMES = (POLICY_NONE, POLICY_STATIC)
 
@@ -197,6 +199,8 @@ def new_manager(
     checkpoint_name: str = MEMORY_MANAGER_STATE_FILE,
     active_pods: ActivePodsFunc | None = None,
     state: State | None = None,
+    feature_gates: Mapping[str, bool] | None = None,
+    kubelet_version: str = MASTER,
 ) -> MemoryManager:
     """``NewManager`` + ``Start``. ``policy_name`` is ``None`` or ``Static`` (the kubelet's spelling).
 
@@ -205,7 +209,8 @@ def new_manager(
     ``reserved_memory`` entries may be ``MemoryReservation`` or ``{"numaNode": 0, "limits": {...}}``.
     ``state_dir`` None keeps the state in memory; otherwise ``<state_dir>/memory_manager_state`` is
     restored (checksum verified) or created, and written on every change. ``state``, when given, is used
-    as it is (an in-memory copy for what-if questions).
+    as it is (an in-memory copy for what-if questions). ``feature_gates`` and ``kubelet_version``: the
+    emulated kubelet's gates and version (how pods with pod-level resources are treated).
     """
     policy: Policy
     if policy_name == POLICY_NONE:
@@ -219,12 +224,25 @@ def new_manager(
         system_reserved_memory = get_system_reserved_memory(
             machine, node_allocatable_reservation, reservations
         )
-        policy = StaticPolicy(machine, system_reserved_memory, affinity)
+        policy = StaticPolicy(
+            machine,
+            system_reserved_memory,
+            affinity,
+            feature_gates=feature_gates,
+            kubelet_version=kubelet_version,
+        )
     else:
         raise MemoryManagerError(f'unknown policy: "{policy_name}"')
     if state is None:
         state = (
-            MemoryState() if state_dir is None else CheckpointState(state_dir, policy.name(), checkpoint_name)
+            MemoryState()
+            if state_dir is None
+            else CheckpointState(
+                state_dir,
+                policy.name(),
+                checkpoint_name,
+                checkpoint_format=MemoryCheckpointFormat.for_kubelet(kubelet_version, feature_gates),
+            )
         )
     return MemoryManager(policy, state, active_pods)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from kubeletemu.bitmask import BitMask, iterate_bitmasks
+from kubeletemu.cpumanager.pod_requests import RequestCalculator
 from kubeletemu.memorymanager.errors import MemoryAllocationError, MemoryManagerError
 from kubeletemu.memorymanager.machine import MachineInfo
 from kubeletemu.memorymanager.quantity_format import hugepage_resource_name
@@ -24,6 +25,7 @@ from kubeletemu.memorymanager.state.state import (
 from kubeletemu.pod import Container, Pod, QOSClass
 from kubeletemu.topologymanager.hint import ProviderHints, TopologyHint
 from kubeletemu.topologymanager.provider import Store
+from kubeletemu.versions.version import MASTER
 
 POLICY_STATIC = "Static"
 
@@ -95,10 +97,17 @@ class StaticPolicy:
         machine: MachineInfo,
         system_reserved: Mapping[int, Mapping[str, int]],
         affinity: Store,
+        *,
+        feature_gates: Mapping[str, bool] | None = None,
+        kubelet_version: str = MASTER,
     ) -> None:
+        """``feature_gates`` (master's defaults where not given) and ``kubelet_version`` decide how a pod
+        with pod-level resources is treated (:meth:`serves`)."""
         total = sum(node.get(RESOURCE_MEMORY, 0) for node in system_reserved.values())
         if total <= 0:
             raise MemoryManagerError("[memorymanager] you should specify the system reserved memory")
+        # Memory and the CPU Manager read the same pod-level gates; their defaults are master's.
+        self.requests = RequestCalculator(feature_gates, kubelet_version)
         self.machine = machine
         self.system_reserved = {n: dict(r) for n, r in system_reserved.items()}
         self.affinity = affinity
@@ -109,6 +118,16 @@ class StaticPolicy:
 
     def name(self) -> str:
         return POLICY_STATIC
+
+    def serves(self, pod: Pod) -> bool:
+        """Whether the policy gives hints and exclusive memory to ``pod``: Guaranteed (``GetPodQOS``, which
+        reads ``spec.resources`` when PodLevelResources is on) and, from 1.34 (kubernetes#133279), not
+        using pod-level resources, unless PodLevelResourceManagers is on (then the pod is served per
+        container here; the kubelet's pod-level allocation of that alpha gate is not emulated). A 1.33
+        kubelet has no pod-level check."""
+        if self.requests.qos(pod) is not QOSClass.GUARANTEED:
+            return False
+        return not self.requests.pod_level_unsupported(pod)
 
     # ---- start / machine state ------------------------------------------------------------------
 
@@ -174,7 +193,7 @@ class StaticPolicy:
     # ---- hints ----------------------------------------------------------------------------------
 
     def get_topology_hints(self, state: State, pod: Pod, container: Container) -> ProviderHints:
-        if pod.qos_class != QOSClass.GUARANTEED:
+        if not self.serves(pod):
             return None
         try:
             requested = get_requested_resources(container)
@@ -186,7 +205,7 @@ class StaticPolicy:
         return self.calculate_hints(state.get_machine_state(), pod, requested)
 
     def get_pod_topology_hints(self, state: State, pod: Pod) -> ProviderHints:
-        if pod.qos_class != QOSClass.GUARANTEED:
+        if not self.serves(pod):
             return None
         try:
             requested = get_pod_requested_resources(pod)
@@ -247,7 +266,7 @@ class StaticPolicy:
     def allocate(self, state: State, pod: Pod, container: Container) -> None:
         """``Allocate``: Guaranteed pods only. Every container of one is a pinning request (counted before
         the already-allocated shortcut, as the kubelet counts it); an error is also a pinning error."""
-        if pod.qos_class != QOSClass.GUARANTEED:
+        if not self.serves(pod):
             return
         self.pinning_requests += 1
         try:

@@ -21,6 +21,14 @@ manager's providers (``container_manager_linux.go``: ``GetCPUs`` = ``GetExclusiv
 * **List** (v1alpha1): every known pod, app containers only, devices only (resource and ids of the v1
   entries, so a device on two NUMA nodes appears twice).
 
+Per kubelet version (``kubeletVersion``; rows in ``versions/data/behaviours/podresources.json``): the three
+gates above take that version's defaults and locks (``Get`` off in 1.33, on from 1.34, locked on from 1.36;
+``List`` of every pod in 1.33, whose kubelet has no ``KubeletPodResourcesListUseActivePods``); the pod-level
+``PodResources.cpu_ids`` of KEP-5526 (kubernetes#138738) exist only in ``master`` — the kubelet staging
+``api.proto`` has no field 4/5 up to v0.37.0-beta.0 — so a 1.36 kubelet's pod-level allocation
+(``PodLevelResourceManagers``, alpha) is not reported. ``ClaimResource.share_id`` (1.35) and
+``dynamic_resources`` never occur: the emulator has no DRA driver.
+
 Pure engine: protobuf messages, no gRPC. Call it under the daemon's lock so a read sees one node.
 """
 
@@ -45,12 +53,15 @@ from kubeletemu.podresources.fingerprint import (
     fingerprint_pods,
     select_pods,
 )
+from kubeletemu.versions.behaviours import in_effect
 from kubeletemu.versions.gates import default_gates, effective_gates
 from kubeletemu.versions.version import MASTER
 
 GATE_GET = "KubeletPodResourcesGet"
 GATE_DYNAMIC_RESOURCES = "KubeletPodResourcesDynamicResources"
 GATE_LIST_USE_ACTIVE_PODS = "KubeletPodResourcesListUseActivePods"
+# The registry row (versions/data/behaviours/podresources.json) of the pod-level fields (master only).
+POD_LEVEL_FIELDS = "podresources.pod-level-resources"
 # Defaults in master (Get and DynamicResources GA and locked since 1.36, ListUseActivePods on since 1.34),
 # from the kubelet's versioned feature specs; ``gate`` reads the configured kubeletVersion's.
 DEFAULT_GATES: Mapping[str, bool] = default_gates(
@@ -156,6 +167,8 @@ class _Snapshot:
         self.pod_cpus = cm.cpus.state.get_pod_cpu_assignments()
         self.memory = cm.memory.state.get_memory_assignments()
         self.device_pods = cm.devices.pod_devices.pods()
+        # PodResources.cpu_ids (field 4) is served from master on; earlier kubelets' protos lack it.
+        self.pod_level_fields = in_effect(POD_LEVEL_FIELDS, emulator.config.emulator.kubelet_version)
 
     def fill_container(self, msg: v1.ContainerResources, pod_uid: str, name: str) -> bool:
         """``getContainerResources``. Dynamic resources stay empty: the emulator has no DRA drivers."""
@@ -188,8 +201,9 @@ class _Snapshot:
             for c in reported_containers(pod):
                 add(name=c.name)
         # KEP-5526 (master): a pod-level exclusive allocation (PodLevelResourceManagers) is reported on
-        # the pod; RTE's numalocality does not look at it.
-        pod_cpus = self.pod_cpus.get(uid)
+        # the pod; RTE's numalocality does not look at it. A 1.36 kubelet allocates it but cannot say so.
+        # (Pod-level memory, field 5, waits for the Memory Manager's pod-level state.)
+        pod_cpus = self.pod_cpus.get(uid) if self.pod_level_fields else None
         if pod_cpus:
             msg.cpu_ids.extend(pod_cpus.list())
         return exclusive

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
 from kubeletemu.pod import Pod
-from kubeletemu.scheduler.objects import Node, NodeResourceTopology
+from kubeletemu.scheduler.objects import Device, Node, NodeResourceTopology
+from kubeletemu.scheduler.reservation_object import Reservation
 
 T = TypeVar("T")
 
@@ -39,12 +40,16 @@ ERROR = "Error"
 @dataclass(frozen=True)
 class NodeInfo:
     """A node as the scheduler's cache holds it: its Node object (None when only an NRT names it), its
-    latest NodeResourceTopology (None when it has none) and the pods bound to it."""
+    latest NodeResourceTopology (None when it has none), the pods bound to it and Koordinator's ``Device``
+    object of the node (None when it has none)."""
 
     name: str
     node: Node | None = None
     topology: NodeResourceTopology | None = None
     pods: tuple[Pod, ...] = ()
+    device: Device | None = None
+    # Koordinator Reservations scheduled on the node (status.nodeName), in input order.
+    reservations: tuple[Reservation, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,11 @@
 """How often each scheduler-side model disagrees with the kubelet, measured on exact nodes.
 
 Random node states are built by admitting random pod streams into emulated nodes (synthetic shapes, every
-Topology Manager policy and scope); each node publishes its NodeResourceTopology as its exporter would
-(:mod:`kubeletemu.scheduler.live`); then every model answers "does pod P fit node N?" (its Filter) and the
-node answers exactly (``WouldAdmit``). Per model, a confusion matrix:
+Topology Manager policy and scope; one NVIDIA GPU per NUMA node, a name Koordinator's DeviceShare knows);
+each node publishes its NodeResourceTopology as its exporter would (:mod:`kubeletemu.scheduler.live`; in
+koordlet's flavour also its ``Device`` object, the GPU holders carrying their ``device-allocated``
+annotation); then every model answers "does pod P fit node N?" (its Filter) and the node answers exactly
+(``WouldAdmit``). Per model, a confusion matrix:
 
 * ``agree_fit`` / ``agree_reject``: the model and the kubelet agree;
 * ``false_fit``: the model lets the pod through, the kubelet rejects it — a future TopologyAffinityError
@@ -52,7 +54,7 @@ apiVersion: kubeletemu.io/v1alpha1
 kind: EmulatorConfiguration
 nodeName: {name}
 devices:
-- resourceName: example.com/gpu
+- resourceName: nvidia.com/gpu
   devices: [{devices}]
 """
 
@@ -106,7 +108,7 @@ def _pod_manifest(rng: random.Random, name: str) -> str:
         else:
             cpu = rng.choice((1, 2, 2, 3, 4, 4, 6, 8, 12))
             memory = rng.choice((1, 2, 4, 8))
-            gpu = ', example.com/gpu: "1"' if rng.random() < 0.1 else ""
+            gpu = ', nvidia.com/gpu: "1"' if rng.random() < 0.1 else ""
             limits = f'{{cpu: "{cpu}", memory: {memory}Gi{gpu}}}'
             requests = ""
         containers.append(f"{{name: c{c}, resources: {{{requests}limits: {limits}}}}}")

@@ -1,6 +1,7 @@
 """What scheduler-side models read, as ``kubectl get noderesourcetopologies,nodes,pods -A -o yaml`` prints
-it: NodeResourceTopology (``topology.node.k8s.io/v1alpha2``), Node and Pod objects, in files and
-directories, ``kind: List`` unpacked.
+it: NodeResourceTopology (``topology.node.k8s.io/v1alpha2``), Node and Pod objects, and Koordinator's
+``Device`` (``scheduling.koordinator.sh/v1alpha1``, named after its node), in files and directories,
+``kind: List`` unpacked.
 
 Amounts stay :class:`~kubeletemu.quantity.Quantity` values, as the plugins compare ``resource.Quantity``
 values (a zone's ``cpu`` may be ``7`` while a request is ``500m``). Input order is kept: a directory's
@@ -23,10 +24,13 @@ from kubeletemu.manifest import ManifestError, expand_paths, pod_from_manifest
 from kubeletemu.pod import Pod
 from kubeletemu.podresources import nrt as node_side
 from kubeletemu.quantity import Quantity, QuantityError
+from kubeletemu.scheduler.reservation_object import RESERVATION_KIND, Reservation, parse_reservation
 
 NRT_API_VERSION = "topology.node.k8s.io/v1alpha2"
 NRT_KIND = "NodeResourceTopology"
-LIST_KINDS = ("List", "NodeResourceTopologyList", "NodeList", "PodList")
+DEVICE_API_VERSION = "scheduling.koordinator.sh/v1alpha1"
+DEVICE_KIND = "Device"
+LIST_KINDS = ("List", "NodeResourceTopologyList", "NodeList", "PodList", "DeviceList", "ReservationList")
 _NO_STRINGS: Mapping[str, str] = MappingProxyType({})
 _NO_QUANTITIES: Mapping[str, Quantity] = MappingProxyType({})
 
@@ -96,6 +100,94 @@ class Node:
     capacity: Mapping[str, Quantity] = field(default_factory=lambda: _NO_QUANTITIES)
 
 
+@dataclass(frozen=True)
+class DeviceTopology:
+    """``v1alpha1.DeviceTopology``: where a device sits (``nodeID`` -1: no NUMA node)."""
+
+    socket_id: int
+    node_id: int
+    pcie_id: str
+    bus_id: str = ""
+
+
+@dataclass(frozen=True)
+class VirtualFunction:
+    minor: int
+    bus_id: str = ""
+
+
+@dataclass(frozen=True)
+class VirtualFunctionGroup:
+    labels: Mapping[str, str] = field(default_factory=lambda: _NO_STRINGS)
+    vfs: tuple[VirtualFunction, ...] = ()
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """``v1alpha1.DeviceInfo`` (conditions and moduleID are not read)."""
+
+    type: str
+    minor: int
+    health: bool = False
+    uuid: str = ""
+    labels: Mapping[str, str] = field(default_factory=lambda: _NO_STRINGS)
+    resources: Mapping[str, Quantity] = field(default_factory=lambda: _NO_QUANTITIES)
+    topology: DeviceTopology | None = None
+    vf_groups: tuple[VirtualFunctionGroup, ...] = ()
+
+
+@dataclass(frozen=True)
+class Device:
+    """Koordinator's ``Device`` (``scheduling.koordinator.sh/v1alpha1``): a node's devices, as koordlet's
+    device reporter publishes them; ``name`` is the node's."""
+
+    name: str
+    devices: tuple[DeviceInfo, ...] = ()
+    labels: Mapping[str, str] = field(default_factory=lambda: _NO_STRINGS)
+    annotations: Mapping[str, str] = field(default_factory=lambda: _NO_STRINGS)
+
+    def to_manifest(self) -> dict[str, Any]:
+        """The object as ``kubectl get device -o yaml`` prints it (the fields this model carries)."""
+        metadata: dict[str, Any] = {"name": self.name}
+        if self.labels:
+            metadata["labels"] = dict(self.labels)
+        if self.annotations:
+            metadata["annotations"] = dict(self.annotations)
+        devices = []
+        for info in self.devices:
+            item: dict[str, Any] = {"type": info.type}
+            if info.labels:
+                item["labels"] = dict(info.labels)
+            if info.uuid:
+                item["id"] = info.uuid
+            item["minor"] = info.minor
+            item["health"] = info.health
+            if info.resources:
+                item["resources"] = {k: str(q) for k, q in info.resources.items()}
+            if info.topology is not None:
+                t = info.topology
+                item["topology"] = {"socketID": t.socket_id, "nodeID": t.node_id, "pcieID": t.pcie_id}
+                if t.bus_id:
+                    item["topology"]["busID"] = t.bus_id
+            if info.vf_groups:
+                item["vfGroups"] = [
+                    {
+                        **({"labels": dict(g.labels)} if g.labels else {}),
+                        "vfs": [
+                            {"minor": v.minor, **({"busID": v.bus_id} if v.bus_id else {})} for v in g.vfs
+                        ],
+                    }
+                    for g in info.vf_groups
+                ]
+            devices.append(item)
+        return {
+            "apiVersion": DEVICE_API_VERSION,
+            "kind": DEVICE_KIND,
+            "metadata": metadata,
+            "spec": {"devices": devices} if devices else {},
+        }
+
+
 @dataclass
 class Cluster:
     """Everything read, in input order. ``node_names`` is the order nodes were first seen (NRT or Node)."""
@@ -104,10 +196,20 @@ class Cluster:
     nodes: dict[str, Node] = field(default_factory=dict)
     pods: list[Pod] = field(default_factory=list)
     node_names: list[str] = field(default_factory=list)
+    # Koordinator Device objects by node name; a Device alone does not make a node.
+    devices: dict[str, Device] = field(default_factory=dict)
+    # Koordinator Reservations in input order; each names its node in status.nodeName.
+    reservations: list[Reservation] = field(default_factory=list)
 
-    def add(self, obj: NodeResourceTopology | Node | Pod) -> None:
+    def add(self, obj: NodeResourceTopology | Node | Pod | Device | Reservation) -> None:
         if isinstance(obj, Pod):
             self.pods.append(obj)
+            return
+        if isinstance(obj, Reservation):
+            self.reservations.append(obj)
+            return
+        if isinstance(obj, Device):
+            self.devices[obj.name] = obj
             return
         if obj.name not in self.topologies and obj.name not in self.nodes:
             self.node_names.append(obj.name)
@@ -119,6 +221,10 @@ class Cluster:
     def pods_on(self, node: str) -> list[Pod]:
         """Pods bound to ``node`` (``spec.nodeName``), as the scheduler's cache holds them."""
         return [p for p in self.pods if p.node_name == node]
+
+    def reservations_on(self, node: str) -> list[Reservation]:
+        """Reservations scheduled on ``node`` (``status.nodeName``), whatever their phase."""
+        return [r for r in self.reservations if r.node_name == node]
 
 
 # ---- reading -----------------------------------------------------------------------------------------
@@ -161,13 +267,13 @@ def object_files(paths: Sequence[str]) -> list[Path]:
         raise ObjectError(str(err)) from None
 
 
-def parse_objects(text: str, source: str) -> list[NodeResourceTopology | Node | Pod]:
-    """Every NodeResourceTopology, Node and Pod in ``text`` (YAML or JSON documents), in order."""
+def parse_objects(text: str, source: str) -> list[NodeResourceTopology | Node | Pod | Device | Reservation]:
+    """Every NodeResourceTopology, Node, Pod and Device in ``text`` (YAML or JSON documents), in order."""
     try:
         documents = fields.yaml_documents(text)
     except fields.YAMLSyntaxError as err:
         raise ObjectError(f"{source}: invalid YAML: {err}") from None
-    out: list[NodeResourceTopology | Node | Pod] = []
+    out: list[NodeResourceTopology | Node | Pod | Device | Reservation] = []
     for index, doc in enumerate(documents, start=1):
         if doc is None:
             continue
@@ -178,7 +284,12 @@ def parse_objects(text: str, source: str) -> list[NodeResourceTopology | Node | 
             for item_index, item in enumerate(fields.sequence(where, "items", obj.get("items"))):
                 item_where = _Where(source, index, item=item_index)
                 item_obj = fields.mapping(item_where, "", item)
-                item_kind = item_obj.get("kind") or {"NodeList": "Node", "PodList": "Pod"}.get(str(kind))
+                item_kind = item_obj.get("kind") or {
+                    "NodeList": "Node",
+                    "PodList": "Pod",
+                    "DeviceList": DEVICE_KIND,
+                    "ReservationList": RESERVATION_KIND,
+                }.get(str(kind))
                 if item_kind is None and kind == "NodeResourceTopologyList":
                     item_kind = NRT_KIND
                 out.append(_one(item_where, item_obj, item_kind))
@@ -187,9 +298,15 @@ def parse_objects(text: str, source: str) -> list[NodeResourceTopology | Node | 
     return out
 
 
-def _one(where: _Where, obj: Mapping[str, Any], kind: Any) -> NodeResourceTopology | Node | Pod:
+def _one(
+    where: _Where, obj: Mapping[str, Any], kind: Any
+) -> NodeResourceTopology | Node | Pod | Device | Reservation:
     if kind == NRT_KIND:
         return _topology(where, obj)
+    if kind == RESERVATION_KIND:
+        return parse_reservation(where, obj)
+    if kind == DEVICE_KIND:
+        return _device(where, obj)
     if kind == "Node":
         return _node(where, obj)
     if kind == "Pod":
@@ -197,9 +314,10 @@ def _one(where: _Where, obj: Mapping[str, Any], kind: Any) -> NodeResourceTopolo
             return pod_from_manifest(obj, source=where.source)
         except ManifestError as err:
             raise ObjectError(str(err)) from None
+    expected = "expected NodeResourceTopology, Node, Pod, Device, Reservation or List"
     if kind is None:
-        raise where.error("kind", "Required value: expected NodeResourceTopology, Node, Pod or List")
-    raise where.error("kind", f"{kind!r} is not supported: expected NodeResourceTopology, Node, Pod or List")
+        raise where.error("kind", f"Required value: {expected}")
+    raise where.error("kind", f"{kind!r} is not supported: {expected}")
 
 
 def _metadata(where: _Where, obj: Mapping[str, Any], kind: str) -> tuple[str, dict[str, str], dict[str, str]]:
@@ -308,6 +426,76 @@ def _node(where: _Where, obj: Mapping[str, Any]) -> Node:
         annotations=MappingProxyType(annotations),
         allocatable=resource_list("allocatable"),
         capacity=resource_list("capacity"),
+    )
+
+
+def _device(where: _Where, obj: Mapping[str, Any]) -> Device:
+    """A ``Device``; fields are checked against the Go types (a wrong type is what the API server or the
+    scheduler's informer would refuse to decode)."""
+    name, labels, annotations = _metadata(where, obj, DEVICE_KIND)
+    version = obj.get("apiVersion")
+    if version != DEVICE_API_VERSION:
+        raise where.error(
+            "apiVersion",
+            f"Unsupported value: {go_quote(str(version))}: supported values: {go_quote(DEVICE_API_VERSION)}",
+        )
+    spec = fields.mapping(where, "spec", obj.get("spec"))
+    infos = []
+    for i, raw in enumerate(fields.sequence(where, "spec.devices", spec.get("devices"))):
+        path = f"spec.devices[{i}]"
+        item = fields.mapping(where, path, raw)
+        # buildDeviceResources dereferences minor: a device without one would crash the scheduler.
+        if item.get("minor") is None:
+            raise where.error(f"{path}.minor", "Required value")
+        minor = fields.integer(where, f"{path}.minor", item.get("minor"))
+        resources = fields.mapping(where, f"{path}.resources", item.get("resources"))
+        topology = None
+        if item.get("topology") is not None:
+            raw_topology = fields.mapping(where, f"{path}.topology", item.get("topology"))
+            topology = DeviceTopology(
+                socket_id=fields.integer(where, f"{path}.topology.socketID", raw_topology.get("socketID", 0)),
+                node_id=fields.integer(where, f"{path}.topology.nodeID", raw_topology.get("nodeID", 0)),
+                pcie_id=fields.string(where, f"{path}.topology.pcieID", raw_topology.get("pcieID", "")),
+                bus_id=fields.string(where, f"{path}.topology.busID", raw_topology.get("busID", "")),
+            )
+        groups = []
+        for g, raw_group in enumerate(fields.sequence(where, f"{path}.vfGroups", item.get("vfGroups"))):
+            gpath = f"{path}.vfGroups[{g}]"
+            group = fields.mapping(where, gpath, raw_group)
+            vfs = []
+            for v, raw_vf in enumerate(fields.sequence(where, f"{gpath}.vfs", group.get("vfs"))):
+                vf = fields.mapping(where, f"{gpath}.vfs[{v}]", raw_vf)
+                vfs.append(
+                    VirtualFunction(
+                        fields.integer(where, f"{gpath}.vfs[{v}].minor", vf.get("minor", 0)),
+                        fields.string(where, f"{gpath}.vfs[{v}].busID", vf.get("busID", "")),
+                    )
+                )
+            groups.append(
+                VirtualFunctionGroup(
+                    MappingProxyType(fields.string_map(where, f"{gpath}.labels", group.get("labels"))),
+                    tuple(vfs),
+                )
+            )
+        infos.append(
+            DeviceInfo(
+                type=fields.string(where, f"{path}.type", item.get("type", "")),
+                minor=minor,
+                health=fields.boolean(where, f"{path}.health", item.get("health", False)),
+                uuid=fields.string(where, f"{path}.id", item.get("id", "")),
+                labels=MappingProxyType(fields.string_map(where, f"{path}.labels", item.get("labels"))),
+                resources=MappingProxyType(
+                    {k: _quantity(where, f"{path}.resources[{k}]", v) for k, v in resources.items()}
+                ),
+                topology=topology,
+                vf_groups=tuple(groups),
+            )
+        )
+    return Device(
+        name=name,
+        devices=tuple(infos),
+        labels=MappingProxyType(labels),
+        annotations=MappingProxyType(annotations),
     )
 
 

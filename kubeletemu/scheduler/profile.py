@@ -7,7 +7,8 @@ run is reproducible.
 
 Only the plugins that decide resource and NUMA fit are modelled (:data:`MODELS`); the other in-tree
 plugins (node affinity, taints, spreading, volumes…) need inputs a NodeResourceTopology does not carry,
-and are accepted in a configuration and left out. Without a configuration the profile is the default
+and are accepted in a configuration and left out; so is Koordinator's ``DeviceShare``, which runs inside
+the ``NodeNUMAResource`` model (:data:`MODELLED_INSIDE`). Without a configuration the profile is the default
 scheduler's resource part: ``NodeResourcesFit`` (filter and score, weight 1) and
 ``NodeResourcesBalancedAllocation`` (score, weight 1).
 """
@@ -70,6 +71,10 @@ NOT_MODELLED = frozenset(
         "DynamicResources",
     }
 )
+# Plugins modelled inside another model, accepted by name: Koordinator's DeviceShare always runs inside
+# NodeNUMAResource (its PreFilter, Filter, Reserve and NUMA hints; see koordinator/model.py), so naming it
+# changes nothing, and without NodeNUMAResource it is not modelled (its pluginConfig args are not read).
+MODELLED_INSIDE = {"DeviceShare": "NodeNUMAResource"}
 # (the plugin's pluginConfig args, where they come from for error messages) -> the model.
 ModelFactory = Callable[[Mapping[str, Any] | None, str], Model]
 
@@ -191,7 +196,7 @@ def _plugin_sets(where: _Where, plugins: Mapping[str, Any]) -> _Enabled:
             path = f"plugins.{point}.enabled[{i}]"
             plugin = fields.mapping(where, path, item)
             name = fields.string(where, f"{path}.name", plugin.get("name"))
-            if name not in MODELS and name not in NOT_MODELLED:
+            if name not in MODELS and name not in NOT_MODELLED and name not in MODELLED_INSIDE:
                 raise where.error(f"{path}.name", f"unknown plugin {go_quote(name)}")
             weight = fields.integer(where, f"{path}.weight", plugin.get("weight", 0)) or 1
             if point in ("multiPoint", "filter") and name not in enabled.filter:
@@ -287,7 +292,14 @@ def load_profile(path: str | None, name: str | None) -> Profile:
 
 def node_infos(cluster: Cluster) -> list[NodeInfo]:
     return [
-        NodeInfo(name, cluster.nodes.get(name), cluster.topologies.get(name), tuple(cluster.pods_on(name)))
+        NodeInfo(
+            name,
+            cluster.nodes.get(name),
+            cluster.topologies.get(name),
+            tuple(cluster.pods_on(name)),
+            cluster.devices.get(name),
+            tuple(cluster.reservations_on(name)),
+        )
         for name in cluster.node_names
     ]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kubeletemu.shadow.kubelet_version import KubeletVersionChoice
 from kubeletemu.shadow.mirror import Mirror
 from kubeletemu.shadow.reconstruct import UID_DERIVED, UID_FROM_CHECKPOINT
 from kubeletemu.shadow.replay import Divergence, ReplayResult
@@ -33,6 +34,8 @@ class ShadowReport:
     # The last refresh's error, if it failed (the mirror is then the previous one); "" otherwise.
     last_error: str = ""
     watch_mode: str = ""
+    # The kubelet version the mirror emulates and how it was chosen (the binary's --version, the flag...).
+    kubelet_version: KubeletVersionChoice | None = None
 
 
 def build_report(
@@ -45,6 +48,7 @@ def build_report(
     trigger: str,
     duration: float,
     watch_mode: str,
+    kubelet_version: KubeletVersionChoice | None = None,
 ) -> ShadowReport:
     pods = mirror.reconstruction.pods
     return ShadowReport(
@@ -71,4 +75,5 @@ def build_report(
         divergences=result.divergences,
         interchangeable_devices=result.interchangeable_devices,
         watch_mode=watch_mode,
+        kubelet_version=kubelet_version,
     )

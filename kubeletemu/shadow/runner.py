@@ -26,6 +26,7 @@ from kubeletemu.emulator import NodeEmulator
 from kubeletemu.machine import Machine
 from kubeletemu.shadow.config import check_own_config
 from kubeletemu.shadow.errors import ShadowError
+from kubeletemu.shadow.kubelet_version import KubeletVersionChoice, detect_kubelet_version
 from kubeletemu.shadow.metrics import RESULT_ERROR, RESULT_UNCHANGED, ShadowMetrics
 from kubeletemu.shadow.mirror import Mirror, build_mirror
 from kubeletemu.shadow.replay import ReplayResult, replay
@@ -76,9 +77,15 @@ class ShadowRunner:
         debounce: float = DEFAULT_DEBOUNCE,
         use_inotify: bool = True,
         poll_interval: float = DEFAULT_POLL_INTERVAL,
+        kubelet_binary: str | None = None,
+        pinned_version: str | None = None,
     ) -> None:
         check_own_config(own, paths)
-        self.own = own
+        # The real kubelet's version (its binary's --version), unless --kubelet-version pins one.
+        self.kubelet_binary = kubelet_binary
+        self.pinned_version = pinned_version
+        self.version = self._detect_version(own)
+        self.own = self._at_version(own)
         self.machine = machine
         self.paths = paths
         self.podresources = podresources
@@ -88,7 +95,7 @@ class ShadowRunner:
         self.debounce = debounce
         self.use_inotify = use_inotify
         self.poll_interval = poll_interval
-        self.report = ShadowReport(paths)
+        self.report = ShadowReport(paths, kubelet_version=self.version)
         self.watcher: FileWatcher | None = None
         self._digest: str | None = None
         self._logged: set[str] = set()
@@ -117,8 +124,29 @@ class ShadowRunner:
             trigger=trigger,
             duration=time.monotonic() - started,
             watch_mode=self.report.watch_mode,
+            kubelet_version=self.version,
         )
         return Rebuilt(mirror.emulator, report, snapshot.digest)
+
+    def _detect_version(self, own: Config) -> KubeletVersionChoice:
+        choice = detect_kubelet_version(
+            self.kubelet_binary, own.emulator.kubelet_version, self.pinned_version
+        )
+        log.info(
+            "kubelet version",
+            emulated=choice.version,
+            source=choice.source,
+            binary=choice.binary,
+            reported=choice.reported,
+        )
+        if choice.note:
+            log.warning("kubelet version", note=choice.note)
+        return choice
+
+    def _at_version(self, own: Config) -> Config:
+        if own.emulator.kubelet_version == self.version.version:
+            return own
+        return replace(own, emulator=replace(own.emulator, kubelet_version=self.version.version))
 
     def initial(self) -> NodeEmulator:
         """The first mirror, at start-up; raises :class:`ShadowError`."""
@@ -206,7 +234,15 @@ class ShadowRunner:
         if self._refreshing is None:
             self._refreshing = asyncio.Lock()
         async with self._refreshing:
-            built = await asyncio.to_thread(self.build, own, TRIGGER_RELOAD, True)
+            # The kubelet may have been upgraded since: ask its binary again.
+            previous = self.version
+            self.version = await asyncio.to_thread(self._detect_version, own)
+            own = self._at_version(own)
+            try:
+                built = await asyncio.to_thread(self.build, own, TRIGGER_RELOAD, True)
+            except BaseException:
+                self.version = previous
+                raise
             assert built is not None
             await self.install(built.emulator)
             self.own = own

@@ -3,10 +3,10 @@ start with its pods) under a matrix of Topology Manager policies × scopes × op
 fragmentation and cross-NUMA spread.
 
 Pure engine (no gRPC, no CLI): inputs (``inputs``, ``spec``), the run (``engine``), end-of-stream metrics
-(``metrics``), and the outputs: a text table and JSON (``render``) and a PNG chart (``chart``).
+(``metrics``), and the outputs: a text table and JSON (``render``). The PNG chart is drawn from the JSON
+by ``kubeletemu.plot.simulation_chart`` (matplotlib, the optional extra ``[plot]``).
 """
 
-from kubeletemu.simulate.chart import render_chart
 from kubeletemu.simulate.engine import (
     AdmissionEvent,
     ConfigurationResult,
@@ -34,7 +34,6 @@ __all__ = [
     "SimulationReport",
     "Step",
     "TopologySource",
-    "render_chart",
     "render_json",
     "render_table",
     "run_configuration",

@@ -3,7 +3,10 @@
 Each configuration gets its own ``NodeEmulator`` (no state directory): a fresh node built from the base
 configuration with that cell's Topology Manager policy, scope and options (``run_simulation``), or a fork of
 a live node, holding its admitted pods and manager states, with those settings as overrides
-(``simulate_live``). The container manager carries the KEP-6007 scorer (``ContainerManager.numa_scoring``).
+(``simulate_live``). A cell's kubelet version (matrix axis ``kubeletVersions``, else the configuration's
+``kubeletVersion``) decides its gate defaults and policy options' maturity; ``featureGates`` that version
+would refuse make the cell's error (``NodeEmulator.at_version`` on a live node). The container manager
+carries the KEP-6007 scorer (``ContainerManager.numa_scoring``).
 A configuration the kubelet would refuse to start with (bad or conflicting options, too many NUMA nodes, a
 CPU or memory manager that cannot start) is reported with the kubelet's error and no metrics; the rest of
 the matrix still runs. Both paths share ``replay``: the same events and end-of-stream metrics (on a fork the
@@ -21,6 +24,7 @@ from types import MappingProxyType
 from typing import Any
 
 from kubeletemu.config import Config
+from kubeletemu.config.loader import check_feature_gates
 from kubeletemu.containermanager import ContainerAllocation, TopologyOverrides
 from kubeletemu.emulator import EmulatorError, NodeEmulator
 from kubeletemu.machine import Machine
@@ -96,6 +100,7 @@ class ConfigurationResult:
             "scope": self.configuration.scope,
             "options": dict(self.configuration.options),
             "label": self.configuration.label,
+            "kubeletVersion": self.configuration.kubelet_version,
             "error": self.error,
         }
         if self.error is not None:
@@ -141,7 +146,13 @@ def configure(base: Config, configuration: Configuration) -> Config:
         topology_manager_scope=configuration.scope,
         topology_manager_policy_options=configuration.options,
     )
-    return dataclasses.replace(base, kubelet=kubelet)
+    config = dataclasses.replace(base, kubelet=kubelet)
+    version = configuration.kubelet_version
+    if version and version != base.emulator.kubelet_version:
+        emulator = dataclasses.replace(base.emulator, kubelet_version=version)
+        config = dataclasses.replace(config, emulator=emulator)
+        check_feature_gates(config)  # ConfigError (a ValueError): the cell's error
+    return config
 
 
 def check_startup(node: NodeEmulator) -> NodeEmulator:
@@ -161,6 +172,9 @@ def start_node(machine: Machine, config: Config) -> NodeEmulator:
 def fork_node(live: NodeEmulator, configuration: Configuration) -> NodeEmulator:
     """A fork of ``live`` running ``configuration``'s Topology Manager settings; raises as ``start_node``."""
     overrides = TopologyOverrides(configuration.policy, configuration.scope, configuration.options)
+    version = configuration.kubelet_version
+    if version and version != live.config.emulator.kubelet_version:
+        return check_startup(live.at_version(version, overrides))
     return check_startup(live.fork(overrides))
 
 

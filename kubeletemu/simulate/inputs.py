@@ -1,5 +1,5 @@
 """What a simulation replays: a stream of pods (templates with repeat counts, and removals) under a matrix
-of Topology Manager policies × scopes × option sets.
+of kubelet versions × Topology Manager policies × scopes × option sets.
 
 Pods get deterministic names and UIDs, so every configuration sees the same stream and a run's output
 depends on nothing but its inputs: a template repeated ``n > 1`` times yields ``<name>-1`` … ``<name>-n``
@@ -19,6 +19,7 @@ from kubeletemu.config import Config
 from kubeletemu.pod import Pod
 from kubeletemu.simulate.errors import SimulationError
 from kubeletemu.topologymanager import POLICY_NAMES, SCOPE_NAMES
+from kubeletemu.versions.version import parse_version
 
 # The namespace of the instances' UUID5s (any fixed UUID would do; this one is uuid5(NAMESPACE_DNS, ...)).
 _UID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_DNS, "simulate.kubeletemu.io")
@@ -91,11 +92,13 @@ def _frozen(options: Mapping[str, str]) -> Mapping[str, str]:
 
 @dataclass(frozen=True)
 class Configuration:
-    """One cell of the matrix: the Topology Manager settings a node runs with."""
+    """One cell of the matrix: the kubelet version and Topology Manager settings a node runs with
+    (``kubelet_version`` "": the base configuration's)."""
 
     policy: str
     scope: str
     options: Mapping[str, str] = field(default_factory=lambda: _frozen({}))
+    kubelet_version: str = ""
 
     @property
     def options_label(self) -> str:
@@ -108,13 +111,21 @@ class Configuration:
 
 @dataclass(frozen=True)
 class Matrix:
-    """Policies × scopes × option sets, in that order; an empty axis keeps the base configuration's."""
+    """Kubelet versions × policies × scopes × option sets, in that order; an empty axis keeps the base
+    configuration's."""
 
     policies: tuple[str, ...] = ()
     scopes: tuple[str, ...] = ()
     options: tuple[Mapping[str, str], ...] = ()
+    kubelet_versions: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        # "v1.34.2" -> "1.34"; anything unsupported names the supported range.
+        try:
+            parsed = tuple(parse_version(v) for v in self.kubelet_versions)
+        except ValueError as err:
+            raise SimulationError(str(err)) from None
+        object.__setattr__(self, "kubelet_versions", parsed)
         for policy in self.policies:
             if policy not in POLICY_NAMES:
                 raise SimulationError(f'unknown policy "{policy}": expected one of {", ".join(POLICY_NAMES)}')
@@ -127,7 +138,8 @@ class Matrix:
         policies = self.policies or (kubelet.topology_manager_policy,)
         scopes = self.scopes or (kubelet.topology_manager_scope,)
         option_sets = self.options or (kubelet.topology_manager_policy_options,)
+        versions = self.kubelet_versions or (base.emulator.kubelet_version,)
         return [
-            Configuration(policy, scope, _frozen(options))
-            for policy, scope, options in itertools.product(policies, scopes, option_sets)
+            Configuration(policy, scope, _frozen(options), version)
+            for version, policy, scope, options in itertools.product(versions, policies, scopes, option_sets)
         ]

@@ -57,20 +57,35 @@ def _row(number: int, result: ConfigurationResult) -> tuple[str, ...]:
     )
 
 
+def _versions(report: SimulationReport) -> list[str]:
+    return list(dict.fromkeys(r.configuration.kubelet_version for r in report.results))
+
+
 def render_table(report: SimulationReport) -> str:
-    """One line per configuration; an error row spans the metric columns."""
+    """One line per configuration; an error row spans the metric columns. The kubelet version is in the
+    title when every configuration runs the same one, else in a KUBELET column."""
+    versions = _versions(report)
     rows = [_HEADERS, *(_row(i, r) for i, r in enumerate(report.results, start=1))]
+    lead = 4  # the columns an error row keeps: #, POLICY, SCOPE, OPTIONS (and KUBELET)
+    if len(versions) > 1:
+        kubelets = ["KUBELET", *(r.configuration.kubelet_version for r in report.results)]
+        rows = [(row[0], kubelet, *row[1:]) for row, kubelet in zip(rows, kubelets, strict=True)]
+        lead = 5
     # An error row's message spans the metric columns: it does not widen them.
     widths = [
-        max(len(row[col]) for row in rows if not _is_error(row) or col < 4) for col in range(len(_HEADERS))
+        max(len(row[col]) for row in rows if not _is_error(row, lead) or col < lead)
+        for col in range(len(rows[0]))
     ]
     lines = []
     for row in rows:
-        if _is_error(row):
-            lines.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:4])) + "  " + row[4])
+        if _is_error(row, lead):
+            head = "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:lead]))
+            lines.append(head + "  " + row[lead])
         else:
             lines.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
     title = f"simulation on {_node(report)}: {len(report.results)} configuration(s)"
+    if len(versions) == 1 and versions[0]:
+        title += f", kubelet {versions[0]}"
     legend = (
         "TAE: TopologyAffinityError rejections; SPREAD: containers on several NUMA nodes; "
         "SCORED: admissions placed by a KEP-6007 score"
@@ -86,8 +101,8 @@ def _node(report: SimulationReport) -> str:
     return str(topology.get("name") or topology.get("kind") or "node")
 
 
-def _is_error(row: tuple[str, ...]) -> bool:
-    return row[4].startswith("kubelet would not start:")
+def _is_error(row: tuple[str, ...], lead: int = 4) -> bool:
+    return row[lead].startswith("kubelet would not start:")
 
 
 def render_json(report: SimulationReport, *, events: bool = True) -> str:

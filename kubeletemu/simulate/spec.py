@@ -10,6 +10,7 @@ topology:                      # one of host / capture / synthetic; the host whe
 config: [kubelet-config.yaml]  # KubeletConfiguration (+ EmulatorConfiguration) files; defaults otherwise
 featureGates: {TopologyManagerPolicyAlphaOptions: true}   # merged over the config's gates
 matrix:                        # each axis optional: the config's value
+  kubeletVersions: ["1.34", "1.35"]   # 1.33 ... 1.36, master; default: the config's kubeletVersion
   policies: [single-numa-node]
   scopes: [container, pod]
   options: [{}, {numa-allocation-strategy: most-allocated}]
@@ -20,6 +21,13 @@ stream:
 - remove: app                  # a template (its oldest instances) or one instance (app-3)
   count: 2
 ```
+
+Each configuration runs the kubelet of its version: the ``kubeletVersions`` axis (outermost: versions ×
+policies × scopes × options), else the ``kubeletVersion`` of the EmulatorConfiguration in ``config`` (so a
+config file can pin one), else master. It decides gate defaults and locks and the policy options' maturity;
+``featureGates`` a version refuses make that configuration's error ("kubelet would not start"). The report
+names each configuration's version (JSON ``kubeletVersion``, the table's KUBELET column or title).
+Manifests are read (pod-level resources defaulted) as the base configuration's version sees them.
 
 Relative paths are taken from the file's directory. Any problem is a :class:`SimulationError` naming the
 file and the field.
@@ -268,9 +276,15 @@ def _pod_level_resources(config: Config) -> bool:
 
 def _matrix(where: _Where, raw: Any) -> Matrix:
     matrix = read.mapping(where, "matrix", raw)
-    unknown = sorted(set(matrix) - {"policies", "scopes", "options"})
+    unknown = sorted(set(matrix) - {"kubeletVersions", "policies", "scopes", "options"})
     if unknown:
-        raise where.error(f"matrix.{unknown[0]}", "unknown field: expected policies, scopes or options")
+        raise where.error(
+            f"matrix.{unknown[0]}", "unknown field: expected kubeletVersions, policies, scopes or options"
+        )
+    versions = tuple(
+        read.scalar_text(where, f"matrix.kubeletVersions[{i}]", v)
+        for i, v in enumerate(read.sequence(where, "matrix.kubeletVersions", matrix.get("kubeletVersions")))
+    )
     policies = tuple(
         read.string(where, f"matrix.policies[{i}]", p)
         for i, p in enumerate(read.sequence(where, "matrix.policies", matrix.get("policies")))
@@ -284,7 +298,7 @@ def _matrix(where: _Where, raw: Any) -> Matrix:
         for i, o in enumerate(read.sequence(where, "matrix.options", matrix.get("options")))
     )
     try:
-        return Matrix(policies, scopes, options)
+        return Matrix(policies, scopes, options, versions)
     except SimulationError as err:
         raise where.error("matrix", str(err)) from None
 

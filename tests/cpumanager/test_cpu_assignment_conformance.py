@@ -17,7 +17,7 @@ from kubeletemu.cpumanager import (
     take_by_topology_numa_distributed,
     take_by_topology_numa_packed,
 )
-from tests.conformance.loader import load
+from tests.conformance.loader import load, versioned_rows
 from tests.cpumanager.helpers import conformance_topology
 
 FILE = "cpu_assignment"
@@ -25,14 +25,16 @@ DATA = load(FILE)
 
 
 def _case_params() -> list[Any]:
-    return [pytest.param(row, id=f"{row['id']}-{row['description']}"[:140]) for row in DATA["cases"]]
+    return versioned_rows(FILE, "cases", key="id", label=lambda _, row: f"{row['id']}-{row['description']}")
 
 
 def _accumulator_params() -> list[Any]:
-    return [
-        pytest.param(row, id=f"{index:02d}-{row['function']}-{row['description']}"[:140])
-        for index, row in enumerate(DATA["accumulator_cases"])
-    ]
+    return versioned_rows(
+        FILE,
+        "accumulator_cases",
+        key="description",
+        label=lambda index, row: f"{index:02d}-{row['function']}-{row['description']}",
+    )
 
 
 def test_table_sizes() -> None:
@@ -41,8 +43,8 @@ def test_table_sizes() -> None:
     assert len(DATA["accumulator_cases"]) == 44
 
 
-@pytest.mark.parametrize("row", _case_params())
-def test_take_by_topology(row: dict[str, Any]) -> None:
+@pytest.mark.parametrize(("row", "version"), _case_params())
+def test_take_by_topology(row: dict[str, Any], version: str) -> None:
     topo = conformance_topology(FILE, row["topology"])
     expected = row["expected"]
     try:
@@ -72,8 +74,8 @@ def test_take_by_topology(row: dict[str, Any]) -> None:
     assert got == expected["cpus"]
 
 
-@pytest.mark.parametrize("row", _accumulator_params())
-def test_accumulator_orderings(row: dict[str, Any]) -> None:
+@pytest.mark.parametrize(("row", "version"), _accumulator_params())
+def test_accumulator_orderings(row: dict[str, Any], version: str) -> None:
     topo = conformance_topology(FILE, row["topology"])
     acc = CPUAccumulator(topo, row["available"], row["num_cpus"], row["cpu_sorting_strategy"])
     function = row["function"]

@@ -15,7 +15,7 @@ from kubeletemu.cpumanager import CPUSet, StaticPolicy
 from kubeletemu.cpumanager.pod_requests import RequestCalculator
 from kubeletemu.cpumanager.state import MemoryState
 from kubeletemu.pod import Container
-from tests.conformance.loader import load
+from tests.conformance.loader import load, versioned_rows
 from tests.cpumanager.helpers import FixedStore, conformance_topology, container, pod
 
 FILE = "cpu_hints"
@@ -25,11 +25,12 @@ GATES = {"CPUManagerPolicyAlphaOptions": True}
 
 
 def _params(section: str) -> list[Any]:
-    out = []
-    for index, row in enumerate(DATA[section]):
-        label = row.get("id", f"{index:02d}")
-        out.append(pytest.param(row, id=f"{label}-{row['description']}"[:140]))
-    return out
+    return versioned_rows(
+        FILE,
+        section,
+        key="id",
+        label=lambda index, row: f"{row.get('id', f'{index:02d}')}-{row['description']}",
+    )
 
 
 def _containers(raw: list[dict[str, Any]], prefix: str) -> list[Container]:
@@ -54,10 +55,18 @@ def test_table_sizes() -> None:
     assert len(DATA["pod_guaranteed_cpus_cases"]) == 12
 
 
-@pytest.mark.parametrize("row", _params("cases"))
-def test_hints(row: dict[str, Any]) -> None:
+@pytest.mark.parametrize(("row", "version"), _params("cases"))
+def test_hints(row: dict[str, Any], version: str) -> None:
     topo = conformance_topology(FILE, row["topology"])
-    policy = StaticPolicy(topo, 0, CPUSet(row["reserved_cpus"]), FixedStore(), row["policy_options"], GATES)
+    policy = StaticPolicy(
+        topo,
+        0,
+        CPUSet(row["reserved_cpus"]),
+        FixedStore(),
+        row["policy_options"],
+        GATES,
+        kubelet_version=version,
+    )
     state = MemoryState()
     state.set_default_cpu_set(CPUSet(row["state"]["default_cpu_set"]))
     state.set_cpu_assignments(
@@ -90,7 +99,8 @@ def test_hints(row: dict[str, Any]) -> None:
     assert sorted(got, key=repr) == sorted(expected, key=repr)
 
 
-@pytest.mark.parametrize("row", _params("pod_guaranteed_cpus_cases"))
-def test_pod_guaranteed_cpus(row: dict[str, Any]) -> None:
+@pytest.mark.parametrize(("row", "version"), _params("pod_guaranteed_cpus_cases"))
+def test_pod_guaranteed_cpus(row: dict[str, Any], version: str) -> None:
     test_pod = pod("pod", _containers(row["containers"], "app"), _containers(row["init_containers"], "init"))
-    assert RequestCalculator().pod_guaranteed_cpus(test_pod) == row["expected_cpus"]
+    calculator = RequestCalculator(kubelet_version=version)
+    assert calculator.pod_guaranteed_cpus(test_pod) == row["expected_cpus"]

@@ -13,7 +13,7 @@ from kubeletemu.devicemanager import Device, DeviceManager, get_pod_device_reque
 from kubeletemu.pod import Container, Pod
 from kubeletemu.quantity import Quantity
 from kubeletemu.topologymanager import TopologyHint
-from tests.conformance.loader import rows
+from tests.conformance.loader import versioned_rows
 
 
 class FixedAffinity:
@@ -53,9 +53,14 @@ def _hint(raw: dict[str, Any]) -> TopologyHint:
     return TopologyHint(BitMask.of(*raw["numa_affinity"]), raw["preferred"])
 
 
-def _manager_for_hints(row: dict[str, Any]) -> DeviceManager:
+def _manager_for_hints(row: dict[str, Any], version: str) -> DeviceManager:
     assert row["healthy"] == "all registered devices are healthy"
-    manager = DeviceManager(row["numa_nodes"], FixedAffinity(), active_pods=lambda: row["active_pods"])
+    manager = DeviceManager(
+        row["numa_nodes"],
+        FixedAffinity(),
+        active_pods=lambda: row["active_pods"],
+        kubelet_version=version,
+    )
     for resource, devices in row["devices"].items():
         manager.register_resource(resource, [_device(d) for d in devices])
     for pod_uid, containers in row["allocated"].items():
@@ -73,9 +78,9 @@ def _manager_for_hints(row: dict[str, Any]) -> DeviceManager:
     return manager
 
 
-@pytest.mark.parametrize("row", rows("device_hints", "cases", key="id"))
-def test_topology_hints(row: dict[str, Any]) -> None:
-    manager = _manager_for_hints(row)
+@pytest.mark.parametrize(("row", "version"), versioned_rows("device_hints", "cases", key="id"))
+def test_topology_hints(row: dict[str, Any], version: str) -> None:
+    manager = _manager_for_hints(row, version)
     pod = _pod(row["pod"])
     if row["api"] == "GetTopologyHints":
         container = pod.container(row["container"]) if row["container"] else pod.containers[0]
@@ -97,10 +102,12 @@ def test_topology_hints(row: dict[str, Any]) -> None:
             assert set(got_list) == {_hint(h) for h in hints}, resource
 
 
-def _allocation_manager(row: dict[str, Any], plugin_answer: list[str] | None) -> DeviceManager:
+def _allocation_manager(row: dict[str, Any], plugin_answer: list[str] | None, version: str) -> DeviceManager:
     hint = _hint(row["hint"])
     manager = DeviceManager(
-        sorted({n for d in row["devices"] for n in d["numa_nodes"] or ()}), FixedAffinity(hint)
+        sorted({n for d in row["devices"] for n in d["numa_nodes"] or ()}),
+        FixedAffinity(hint),
+        kubelet_version=version,
     )
     preferred = None if plugin_answer is None else (lambda available, must, size: list(plugin_answer))
     manager.register_resource(row["resource"], [_device(d) for d in row["devices"]], preferred)
@@ -108,9 +115,11 @@ def _allocation_manager(row: dict[str, Any], plugin_answer: list[str] | None) ->
     return manager
 
 
-@pytest.mark.parametrize("row", rows("device_hints", "allocation_cases", key="description"))
-def test_topology_aligned_allocation(row: dict[str, Any]) -> None:
-    manager = _allocation_manager(row, row["plugin_get_preferred_allocation"])
+@pytest.mark.parametrize(
+    ("row", "version"), versioned_rows("device_hints", "allocation_cases", key="description")
+)
+def test_topology_aligned_allocation(row: dict[str, Any], version: str) -> None:
+    manager = _allocation_manager(row, row["plugin_get_preferred_allocation"], version)
     got = manager.devices_to_allocate(
         "fakePod", "fakeContainer", row["resource"], row["request"], set(row["reusable_devices"])
     )
@@ -125,9 +134,11 @@ def test_topology_aligned_allocation(row: dict[str, Any]) -> None:
         assert expected["numa_histogram"] == {}
 
 
-@pytest.mark.parametrize("row", rows("device_hints", "get_preferred_allocation_cases", key="description"))
-def test_get_preferred_allocation_parameters(row: dict[str, Any]) -> None:
-    manager = _allocation_manager(row, [])
+@pytest.mark.parametrize(
+    ("row", "version"), versioned_rows("device_hints", "get_preferred_allocation_cases", key="description")
+)
+def test_get_preferred_allocation_parameters(row: dict[str, Any], version: str) -> None:
+    manager = _allocation_manager(row, [], version)
     manager.devices_to_allocate(
         "fakePod", "fakeContainer", row["resource"], row["request"], set(row["reusable_devices"])
     )
@@ -141,8 +152,10 @@ def test_get_preferred_allocation_parameters(row: dict[str, Any]) -> None:
     assert call.size == expected["size"]
 
 
-@pytest.mark.parametrize("row", rows("device_hints", "get_pod_device_request_cases", key="description"))
-def test_get_pod_device_request(row: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    ("row", "version"), versioned_rows("device_hints", "get_pod_device_request_cases", key="description")
+)
+def test_get_pod_device_request(row: dict[str, Any], version: str) -> None:
     pod = Pod(
         name="pod",
         namespace="default",

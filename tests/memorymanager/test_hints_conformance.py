@@ -16,7 +16,7 @@ from kubeletemu.memorymanager import (
 from kubeletemu.memorymanager.state import MemoryState
 from kubeletemu.pod import Pod
 from kubeletemu.topologymanager import TopologyHint
-from tests.conformance.loader import rows
+from tests.conformance.loader import versioned_rows
 from tests.memorymanager import codec
 
 
@@ -28,11 +28,11 @@ class _NoAffinity:
         raise AssertionError
 
 
-@pytest.mark.parametrize("row", rows("memory_hints", "cases", key="id"))
-def test_get_topology_hints(row: dict[str, Any]) -> None:
+@pytest.mark.parametrize(("row", "version"), versioned_rows("memory_hints", "cases", key="id"))
+def test_get_topology_hints(row: dict[str, Any], version: str) -> None:
     system_reserved = {int(n): dict(r) for n, r in row["system_reserved"].items()}
     machine = MachineInfo(NUMANode(n, 4 << 30) for n in sorted(system_reserved))
-    policy = StaticPolicy(machine, system_reserved, _NoAffinity())
+    policy = StaticPolicy(machine, system_reserved, _NoAffinity(), kubelet_version=version)
     # The rows never carry reusable init-container memory; a row that did would need decoding here.
     assert row["init_containers_reusable_memory"] == {}
     state = MemoryState()
@@ -55,8 +55,10 @@ def test_get_topology_hints(row: dict[str, Any]) -> None:
         assert list(got[resource] or []) == hint_list, resource
 
 
-@pytest.mark.parametrize("row", rows("memory_hints", "get_pod_requested_resources_cases", key="description"))
-def test_get_pod_requested_resources(row: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    ("row", "version"), versioned_rows("memory_hints", "get_pod_requested_resources_cases", key="description")
+)
+def test_get_pod_requested_resources(row: dict[str, Any], version: str) -> None:
     pod = Pod(
         name="pod",
         namespace="default",

@@ -14,7 +14,7 @@ import pytest
 import xxhash
 
 from kubeletemu.podresources import fingerprint as pfp
-from tests.conformance.loader import load
+from tests.conformance.loader import load, versioned_rows
 
 TABLE: dict[str, Any] = load("podfingerprint")
 VECTORS: dict[str, dict[str, Any]] = {v["id"]: v for v in TABLE["vectors"]}
@@ -45,8 +45,10 @@ def test_table_shape() -> None:
     assert all(len(v["pods"]) == v["pod_count"] for v in TABLE["vectors"])
 
 
-@pytest.mark.parametrize("vector", TABLE["vectors"], ids=[v["id"] for v in TABLE["vectors"]])
-def test_vector(vector: dict[str, Any]) -> None:
+# Every vector holds for every kubelet version (the library, not the kubelet, computes pfp0v001); the
+# version only names the run.
+@pytest.mark.parametrize(("vector", "version"), versioned_rows("podfingerprint", "vectors", key="id"))
+def test_vector(vector: dict[str, Any], version: str) -> None:
     pods = [(p["namespace"], p["name"]) for p in vector["pods"]]
     assert pfp.compute(pods) == vector["expected"]
     # Order never matters: a shuffled list (seeded, so reproducible) signs the same.
@@ -63,11 +65,15 @@ def test_vector(vector: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize(
-    "row",
-    TABLE["check_vectors"],
-    ids=[f"{r['expected']}-{r['fingerprint']}" for r in TABLE["check_vectors"]],
+    ("row", "version"),
+    versioned_rows(
+        "podfingerprint",
+        "check_vectors",
+        key="fingerprint",
+        label=lambda _, r: f"{r['expected']}-{r['fingerprint']}",
+    ),
 )
-def test_check_vector(row: dict[str, Any]) -> None:
+def test_check_vector(row: dict[str, Any], version: str) -> None:
     pods = pods_of(row["pods_ref"])
     error = CHECK_ERRORS[row["expected"]]
     if error is None:

@@ -17,6 +17,12 @@ def test_exact_nodes_cover_every_shape_policy_and_scope() -> None:
         )
         assert len(node.info.pods) == len(node.emulator.registry)
         assert all(p.node_name == node.info.name for p in node.info.pods)
+        # koordlet's objects add the node's Device: one NVIDIA GPU per NUMA node, on that node.
+        device = node.infos["koordlet"].device
+        assert device is not None
+        assert [(d.type, d.minor, d.topology.node_id if d.topology else None) for d in device.devices] == [
+            ("gpu", n, n) for n in node.emulator.machine.numa_node_ids
+        ]
 
 
 def test_the_numa_blind_baseline_only_errs_by_letting_pods_through() -> None:

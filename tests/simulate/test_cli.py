@@ -1,5 +1,5 @@
 """``kubeletemu simulate -f``: table, JSON and a PNG chart from a Simulation file, deterministic; a bad
-file is one readable line and exit status 2."""
+file, or ``--chart`` without matplotlib, is one readable line and exit status 2."""
 
 from __future__ import annotations
 
@@ -52,6 +52,8 @@ def test_simulate_outputs(tmp_path: Path) -> None:
     assert "best-effort" in table.stdout and "single-numa-node" in table.stdout
     png = (tmp_path / "chart.png").read_bytes()
     assert png.startswith(b"\x89PNG\r\n\x1a\n")
+    again = simulate("-f", str(tmp_path / "sim.yaml"), "--chart", str(tmp_path / "again.png"))
+    assert again.returncode == 0 and (tmp_path / "again.png").read_bytes() == png
     first = simulate("-f", str(tmp_path / "sim.yaml"), "-o", "json")
     second = simulate("-f", str(tmp_path / "sim.yaml"), "-o", "json")
     assert first.returncode == 0 and first.stdout == second.stdout  # deterministic
@@ -61,6 +63,27 @@ def test_simulate_outputs(tmp_path: Path) -> None:
     # fifth across both nodes (1 + 2 = 3 CPUs) and refuses the sixth.
     admitted = {row["policy"]: row["admitted"] for row in report["configurations"]}
     assert admitted == {"best-effort": 5, "single-numa-node": 4}
+
+
+def test_chart_without_matplotlib_fails_before_running(tmp_path: Path) -> None:
+    """matplotlib is the optional extra [plot]: without it, ``--chart`` is one line and exit status 2,
+    before the simulation runs (no table printed, no file written). ``sys.modules[name] = None`` is
+    Python's own way to make a package unimportable."""
+    (tmp_path / "sim.yaml").write_text(SPEC)
+    (tmp_path / "kubelet.yaml").write_text(KUBELET)
+    hide = "import sys; sys.modules['matplotlib'] = None; from kubeletemu.cli import main; sys.exit(main())"
+    out = subprocess.run(
+        [sys.executable, "-c", hide, "simulate", "-f", str(tmp_path / "sim.yaml"), "--chart", "c.png"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+        cwd=tmp_path,
+        check=False,
+    )
+    assert out.returncode == 2
+    assert out.stderr == "kubeletemu: charts need matplotlib: pip install 'kubeletemu[plot]'\n"
+    assert out.stdout == "" and not (tmp_path / "c.png").exists()
 
 
 def test_simulate_bad_file_is_one_line_exit_2(tmp_path: Path) -> None:

@@ -90,7 +90,7 @@ def test_full_spec(tmp_path: Path) -> None:
     report = simulation.run()
     assert [r.admitted for r in report.results] == [6, 6, 6, 6]
     assert all(r.running_pods == 3 for r in report.results)
-    assert render_table(report).startswith("simulation on synthetic: 4 configuration(s)\n")
+    assert render_table(report).startswith("simulation on synthetic: 4 configuration(s), kubelet master\n")
 
 
 def test_topology_sources(tmp_path: Path) -> None:

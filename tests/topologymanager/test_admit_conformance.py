@@ -11,7 +11,7 @@ from kubeletemu.pod import ResourceRequirements
 from kubeletemu.quantity import Quantity
 from kubeletemu.topologymanager import TopologyHint, TopologyManagerError, new_manager
 from kubeletemu.topologymanager.policy_options import PolicyOptionsError
-from tests.conformance.loader import rows
+from tests.conformance.loader import versioned_rows
 from tests.topologymanager.codec import providers
 from tests.topologymanager.stub_provider import ScriptedProvider, pod_from_names
 
@@ -21,9 +21,11 @@ def _topology(row: dict[str, Any]) -> list[tuple[int, list[int] | None]]:
     return [(n, distances.get(str(n))) for n in row["numa_nodes"]]
 
 
-@pytest.mark.parametrize("row", rows("tm_admit", "admit_cases"))
-def test_admit(row: dict[str, Any]) -> None:
-    manager = new_manager(_topology(row), row["policy"], row["scope"], row["options"] or None)
+@pytest.mark.parametrize(("row", "version"), versioned_rows("tm_admit", "admit_cases"))
+def test_admit(row: dict[str, Any], version: str) -> None:
+    manager = new_manager(
+        _topology(row), row["policy"], row["scope"], row["options"] or None, kubelet_version=version
+    )
     for hints in providers(row["providers_hints"]):
         manager.add_hint_provider(
             ScriptedProvider(container_hints=lambda c, h=hints: h, pod_hints=hints)  # type: ignore[misc]
@@ -38,35 +40,37 @@ def test_admit(row: dict[str, Any]) -> None:
         assert (result.reason, result.message) == ("", "")
 
 
-def _new_manager_from_row(row: dict[str, Any]) -> Any:
+def _new_manager_from_row(row: dict[str, Any], version: str) -> Any:
     topology = None if row["topology"] is None else [(n["id"], n["distances"]) for n in row["topology"]]
-    return new_manager(topology, row["policy"], row["scope"], row["policy_options"])
+    return new_manager(topology, row["policy"], row["scope"], row["policy_options"], kubelet_version=version)
 
 
-@pytest.mark.parametrize("row", rows("tm_admit", "new_manager_cases"))
-def test_new_manager(row: dict[str, Any]) -> None:
+@pytest.mark.parametrize(("row", "version"), versioned_rows("tm_admit", "new_manager_cases"))
+def test_new_manager(row: dict[str, Any], version: str) -> None:
     expected = row["expected"]
     if "error" in expected:
         with pytest.raises((TopologyManagerError, PolicyOptionsError)) as info:
-            _new_manager_from_row(row)
+            _new_manager_from_row(row, version)
         assert expected["error"] in str(info.value)
         return
-    assert _new_manager_from_row(row).policy.name == expected["policy"]
+    assert _new_manager_from_row(row, version).policy.name == expected["policy"]
 
 
-@pytest.mark.parametrize("row", rows("tm_admit", "manager_scope_cases"))
-def test_manager_scope(row: dict[str, Any]) -> None:
+@pytest.mark.parametrize(("row", "version"), versioned_rows("tm_admit", "manager_scope_cases"))
+def test_manager_scope(row: dict[str, Any], version: str) -> None:
     expected = row["expected"]
     if "error" in expected:
         with pytest.raises(TopologyManagerError) as info:
-            _new_manager_from_row(row)
+            _new_manager_from_row(row, version)
         assert expected["error"] in str(info.value)
         return
-    assert _new_manager_from_row(row).scope_name == expected["scope"]
+    assert _new_manager_from_row(row, version).scope_name == expected["scope"]
 
 
-@pytest.mark.parametrize("row", rows("tm_admit", "pod_level_resource_manager_flow_cases"))
-def test_pod_level_resource_manager_flow(row: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    ("row", "version"), versioned_rows("tm_admit", "pod_level_resource_manager_flow_cases")
+)
+def test_pod_level_resource_manager_flow(row: dict[str, Any], version: str) -> None:
     hints = {"resource": [TopologyHint(BitMask.of(0), True)]}
     manager = new_manager(
         [(0, None), (1, None)],
@@ -74,6 +78,7 @@ def test_pod_level_resource_manager_flow(row: dict[str, Any]) -> None:
         row["scope"],
         None,
         feature_gates={"PodLevelResourceManagers": row["PodLevelResourceManagers"]},
+        kubelet_version=version,
     )
     provider = ScriptedProvider(container_hints=lambda c: hints, pod_hints=hints)
     manager.add_hint_provider(provider)

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from kubeletemu.bitmask import BitMask, BitMaskError, and_masks, iterate_bitmasks, or_masks
-from tests.conformance.loader import rows
+from tests.conformance.loader import versioned_rows
 
 
 def _add_or_remove(start: BitMask, bits: list[int], add: bool) -> BitMask:
@@ -64,8 +64,8 @@ def evaluate(row: dict[str, Any]) -> Any:
     raise AssertionError(f"unhandled op {op}")
 
 
-@pytest.mark.parametrize("row", rows("bitmask", "cases"))
-def test_bitmask(row: dict[str, Any]) -> None:
+@pytest.mark.parametrize(("row", "version"), versioned_rows("bitmask", "cases"))
+def test_bitmask(row: dict[str, Any], version: str) -> None:
     assert evaluate(row) == row["expected"]
 
 

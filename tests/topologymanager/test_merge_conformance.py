@@ -19,7 +19,7 @@ from kubeletemu.topologymanager.policy_single_numa_node import (
     SingleNumaNodePolicy,
     filter_single_numa_hints,
 )
-from tests.conformance.loader import rows
+from tests.conformance.loader import version_kwargs, versioned_rows
 from tests.topologymanager.codec import encode, hint, hint_list, numa_info, providers
 from tests.topologymanager.oracle import literal_merge
 
@@ -28,17 +28,17 @@ def _options(raw: dict[str, bool]) -> PolicyOptions:
     return PolicyOptions(prefer_closest_numa=bool(raw.get("prefer-closest-numa-nodes", False)))
 
 
-@pytest.mark.parametrize("row", rows("tm_merge", "cases"))
-def test_policy_merge(row: dict[str, Any]) -> None:
+@pytest.mark.parametrize(("row", "version"), versioned_rows("tm_merge", "cases"))
+def test_policy_merge(row: dict[str, Any], version: str) -> None:
     info = numa_info(row["numa_nodes"], row["distances"])
-    policy = new_policy(row["policy"], info, _options(row["options"]))
+    policy = new_policy(row["policy"], info, _options(row["options"]), **version_kwargs(new_policy, version))
     best, admit = policy.merge(providers(row["providers_hints"]))
     assert encode(best) == row["expected"]
     assert admit == row["expected_admit"]
 
 
-@pytest.mark.parametrize("row", rows("tm_merge", "cases"))
-def test_literal_oracle_agrees_with_table(row: dict[str, Any]) -> None:
+@pytest.mark.parametrize(("row", "version"), versioned_rows("tm_merge", "cases"))
+def test_literal_oracle_agrees_with_table(row: dict[str, Any], version: str) -> None:
     """The oracle the property tests trust must itself reproduce every upstream row."""
     info = numa_info(row["numa_nodes"], row["distances"])
     best, admit = literal_merge(
@@ -47,8 +47,8 @@ def test_literal_oracle_agrees_with_table(row: dict[str, Any]) -> None:
     assert (encode(best), admit) == (row["expected"], row["expected_admit"])
 
 
-@pytest.mark.parametrize("row", rows("tm_merge", "compare_cases"))
-def test_hint_merger_compare(row: dict[str, Any]) -> None:
+@pytest.mark.parametrize(("row", "version"), versioned_rows("tm_merge", "compare_cases"))
+def test_hint_merger_compare(row: dict[str, Any], version: str) -> None:
     merger = HintMerger(numa_info([], None), [], row["policy"], PolicyOptions())
     merger.best_non_preferred_affinity_count = row["best_non_preferred_affinity_count"]
     current = None if row["current"] is None else hint(row["current"])
@@ -58,14 +58,16 @@ def test_hint_merger_compare(row: dict[str, Any]) -> None:
     assert chosen is expected
 
 
-@pytest.mark.parametrize("row", rows("tm_merge", "max_of_min_affinity_counts_cases", key="expected"))
-def test_max_of_min_affinity_counts(row: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    ("row", "version"), versioned_rows("tm_merge", "max_of_min_affinity_counts_cases", key="expected")
+)
+def test_max_of_min_affinity_counts(row: dict[str, Any], version: str) -> None:
     dims = [hint_list(dim) or [] for dim in row["hints"]]
     assert max_of_min_affinity_counts(dims) == row["expected"]
 
 
-@pytest.mark.parametrize("row", rows("tm_merge", "filter_single_numa_hints_cases"))
-def test_filter_single_numa_hints(row: dict[str, Any]) -> None:
+@pytest.mark.parametrize(("row", "version"), versioned_rows("tm_merge", "filter_single_numa_hints_cases"))
+def test_filter_single_numa_hints(row: dict[str, Any], version: str) -> None:
     dims = [hint_list(dim) or [] for dim in row["input"]]
     result = filter_single_numa_hints(dims)
     if row["expected"] is None:
@@ -77,8 +79,8 @@ def test_filter_single_numa_hints(row: dict[str, Any]) -> None:
     assert result == expected
 
 
-@pytest.mark.parametrize("row", rows("tm_merge", "can_admit_cases", key="test"))
-def test_can_admit_pod_result(row: dict[str, Any]) -> None:
+@pytest.mark.parametrize(("row", "version"), versioned_rows("tm_merge", "can_admit_cases", key="test"))
+def test_can_admit_pod_result(row: dict[str, Any], version: str) -> None:
     info = numa_info([0, 1], None)
     candidate = hint(row["hint"])
     policy: Any

@@ -8,12 +8,12 @@ import pytest
 
 from kubeletemu.bitmask import BitMask
 from kubeletemu.topologymanager import NUMAInfo, NUMAInfoError
-from tests.conformance.loader import rows
+from tests.conformance.loader import versioned_rows
 from tests.topologymanager.codec import numa_info
 
 
-@pytest.mark.parametrize("row", rows("numa_info", "new_numa_info_cases"))
-def test_new_numa_info(row: dict[str, Any]) -> None:
+@pytest.mark.parametrize(("row", "version"), versioned_rows("numa_info", "new_numa_info_cases"))
+def test_new_numa_info(row: dict[str, Any], version: str) -> None:
     topology = [(n["id"], n["distances"]) for n in row["topology"] or []]
     prefer_closest = row["options"].get("prefer-closest-numa-nodes", False)
     expected = row["expected"]
@@ -28,9 +28,10 @@ def test_new_numa_info(row: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize(
-    "row", rows("numa_info", "average_distance_cases") + rows("numa_info", "derived_cases")
+    ("row", "version"),
+    versioned_rows("numa_info", "average_distance_cases") + versioned_rows("numa_info", "derived_cases"),
 )
-def test_average_distance_and_derived(row: dict[str, Any]) -> None:
+def test_average_distance_and_derived(row: dict[str, Any], version: str) -> None:
     nodes = sorted(int(k) for k in row["distances"])
     info = numa_info(nodes, row["distances"])
     if "expected_avg" in row:
@@ -49,8 +50,8 @@ def _check_closest(info: NUMAInfo, row: dict[str, Any]) -> None:
     assert chosen == (current if row["expected"] == "current" else candidate)
 
 
-@pytest.mark.parametrize("row", rows("numa_info", "closest_cases"))
-def test_closest(row: dict[str, Any]) -> None:
+@pytest.mark.parametrize(("row", "version"), versioned_rows("numa_info", "closest_cases"))
+def test_closest(row: dict[str, Any], version: str) -> None:
     distances = row["distances"]
     nodes = sorted(int(k) for k in distances) if distances else [0, 1, 2, 3]
     _check_closest(numa_info(nodes, distances), row)

@@ -11,25 +11,31 @@ from kubeletemu.topologymanager.policy_options import (
     OPTION_LEVELS,
     OptionLevel,
     check_policy_option_available,
+    option_levels,
 )
-from tests.conformance.loader import load, rows
+from tests.conformance.loader import load, versioned_rows
 
-# The upstream tests register a fake beta and a fake alpha option for their duration.
-LEVELS = {**OPTION_LEVELS, "fancy-new-option": OptionLevel.BETA, "fancy-alpha-option": OptionLevel.ALPHA}
 FAKE = {"fancy-new-option", "fancy-alpha-option"}
 
 
-@pytest.mark.parametrize("row", rows("tm_options", "new_policy_options_cases"))
-def test_new_policy_options(row: dict[str, Any]) -> None:
-    if "applies_to" in row:
-        # Historic row (v1.32-v1.34, when max-allowable-numa-nodes was beta). We emulate master, where the
-        # option is stable: the same input is accepted whatever the beta gate says.
-        options = PolicyOptions.from_map(row["policy_options"], row["feature_gates"], LEVELS)
-        assert options.max_allowable_numa_nodes == 8
-        return
+def levels(version: str) -> dict[str, OptionLevel]:
+    """The maturity table of the kubelet of ``version`` plus the fake beta and alpha options the upstream
+    tests register for their duration."""
+    return {
+        **option_levels(version),
+        "fancy-new-option": OptionLevel.BETA,
+        "fancy-alpha-option": OptionLevel.ALPHA,
+    }
+
+
+@pytest.mark.parametrize(("row", "version"), versioned_rows("tm_options", "new_policy_options_cases"))
+def test_new_policy_options(row: dict[str, Any], version: str) -> None:
+    table = levels(version)
     if "expected_error" in row:
         with pytest.raises(PolicyOptionsError) as info:
-            PolicyOptions.from_map(row["policy_options"], row["feature_gates"], LEVELS)
+            PolicyOptions.from_map(
+                row["policy_options"], row["feature_gates"], table, kubelet_version=version
+            )
         assert row["expected_error"] in str(info.value)
         return
     expected = row["expected_options"]
@@ -38,18 +44,24 @@ def test_new_policy_options(row: dict[str, Any]) -> None:
         # "should never be reached" branch; the upstream test ignores that error and compares the
         # default options the kubelet returns alongside it.
         with pytest.raises(PolicyOptionsError, match=r"^unsupported topologymanager option"):
-            PolicyOptions.from_map(row["policy_options"], row["feature_gates"], LEVELS)
+            PolicyOptions.from_map(
+                row["policy_options"], row["feature_gates"], table, kubelet_version=version
+            )
         options = PolicyOptions()
     else:
-        options = PolicyOptions.from_map(row["policy_options"], row["feature_gates"], LEVELS)
+        options = PolicyOptions.from_map(
+            row["policy_options"], row["feature_gates"], table, kubelet_version=version
+        )
     assert options.prefer_closest_numa == expected["prefer_closest_numa"]
     assert options.max_allowable_numa_nodes == expected["max_allowable_numa_nodes"]
 
 
-@pytest.mark.parametrize("row", rows("tm_options", "check_policy_option_available_cases", key="option"))
-def test_check_policy_option_available(row: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    ("row", "version"), versioned_rows("tm_options", "check_policy_option_available_cases", key="option")
+)
+def test_check_policy_option_available(row: dict[str, Any], version: str) -> None:
     try:
-        check_policy_option_available(row["option"], row["feature_gates"], LEVELS)
+        check_policy_option_available(row["option"], row["feature_gates"], levels(version))
         available = True
     except PolicyOptionsError:
         available = False

@@ -12,7 +12,7 @@ from kubeletemu.topologymanager import ProviderHints, TopologyHint, new_manager
 from kubeletemu.topologymanager.policy_none import NonePolicy
 from kubeletemu.topologymanager.scope_container import ContainerScope
 from kubeletemu.topologymanager.scope_pod import PodScope
-from tests.conformance.loader import rows
+from tests.conformance.loader import versioned_rows
 from tests.topologymanager.codec import encode, hint, providers
 from tests.topologymanager.stub_provider import ScriptedProvider, pod_from_names
 
@@ -34,15 +34,15 @@ class RecordingPolicy:
 
 def _scope_cases() -> list[Any]:
     return [
-        pytest.param(row, scope, id=f"{scope}-{param.id}")
-        for param in rows("tm_scope", "accumulate_cases")
-        for row in param.values
+        pytest.param(row, version, scope, id=f"{scope}-{param.id}", marks=param.marks)
+        for param in versioned_rows("tm_scope", "accumulate_cases")
+        for row, version in [param.values]
         for scope in row["scopes"]
     ]
 
 
-@pytest.mark.parametrize(("row", "scope_name"), _scope_cases())
-def test_accumulate_provider_hints(row: dict[str, Any], scope_name: str) -> None:
+@pytest.mark.parametrize(("row", "version", "scope_name"), _scope_cases())
+def test_accumulate_provider_hints(row: dict[str, Any], version: str, scope_name: str) -> None:
     policy = RecordingPolicy()
     scope = ContainerScope(policy) if scope_name == "container" else PodScope(policy)
     provider_maps = providers(row["providers"])
@@ -55,8 +55,8 @@ def test_accumulate_provider_hints(row: dict[str, Any], scope_name: str) -> None
     assert all(a is b for a, b in zip(policy.seen[0], provider_maps, strict=True))
 
 
-@pytest.mark.parametrize("row", rows("tm_scope", "store_cases"))
-def test_store(row: dict[str, Any]) -> None:
+@pytest.mark.parametrize(("row", "version"), versioned_rows("tm_scope", "store_cases"))
+def test_store(row: dict[str, Any], version: str) -> None:
     scope = ContainerScope(NonePolicy())
     results: list[Any] = []
     before = (len(scope.pod_map), len(scope.pod_topology_hints))
@@ -97,9 +97,11 @@ def test_remove_container_keeps_hint_of_restarted_container() -> None:
     assert scope.get_affinity("u1", "c") == TopologyHint()
 
 
-@pytest.mark.parametrize("row", rows("tm_scope", "derived_admit_scenarios"))
-def test_derived_admit_scenarios(row: dict[str, Any]) -> None:
-    manager = new_manager([(n, None) for n in row["numa_nodes"]], row["policy"], row["scope"], None)
+@pytest.mark.parametrize(("row", "version"), versioned_rows("tm_scope", "derived_admit_scenarios"))
+def test_derived_admit_scenarios(row: dict[str, Any], version: str) -> None:
+    manager = new_manager(
+        [(n, None) for n in row["numa_nodes"]], row["policy"], row["scope"], None, kubelet_version=version
+    )
     merges: list[str | None] = []
     manager.set_merge_observer(lambda pod, name, hints, best, admit: merges.append(name))
     pod = pod_from_names(row["pod"]["initContainers"], row["pod"]["containers"])

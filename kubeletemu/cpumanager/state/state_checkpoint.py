@@ -7,8 +7,9 @@ manager checkpoint file ... before restarting Kubelet". Every change is written 
 (temporary file in the same directory, fsync, rename; the directory is not fsynced, as the kubelet's
 file store does not).
 
-The pod-level sets of ``PodLevelResourceManagers`` live in memory only: the kubelet's on-disk key for
-them is not settled upstream, so the file stays in the V2 format every kubelet reads.
+Which format is written and read follows the emulated kubelet version and its ``PodLevelResourceManagers``
+gate (``formats.CPUCheckpointFormat``): V2 up to 1.35, V2 or V3 (with ``podEntries``) in 1.36, V4 on master.
+The pod-level sets are in the file only in V3 and V4; with V2 they live in memory, as the kubelet's do.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 from kubeletemu.checkpointmanager import write_file_atomic
 from kubeletemu.cpumanager.cpuset import CPUSet
 from kubeletemu.cpumanager.errors import CheckpointError, CheckpointNotFoundError, CPUSetError, StateError
+from kubeletemu.cpumanager.state import formats
 from kubeletemu.cpumanager.state.checkpoint import ContainerRefLookup, CPUManagerCheckpoint, load_checkpoint
 from kubeletemu.cpumanager.state.state import ContainerCPUAssignments, PodCPUAssignments
 from kubeletemu.cpumanager.state.state_mem import MemoryState
@@ -66,7 +68,8 @@ def checkpoint_to_state(checkpoint: CPUManagerCheckpoint) -> tuple[CPUSet, Conta
 
 
 class CheckpointState:
-    """The file-backed State. ``initial_containers`` resolves V1 container ids to (podUID, name)."""
+    """The file-backed State. ``initial_containers`` resolves V1 container ids to (podUID, name);
+    ``checkpoint_format`` is the emulated kubelet's (default: the V2 of 1.33 … 1.35)."""
 
     def __init__(
         self,
@@ -74,9 +77,11 @@ class CheckpointState:
         policy_name: str,
         initial_containers: Mapping[str, tuple[str, str]] | None = None,
         checkpoint_name: str = CPU_MANAGER_STATE_FILE,
+        checkpoint_format: formats.CPUCheckpointFormat | None = None,
     ) -> None:
         self.path = Path(state_dir) / checkpoint_name
         self.policy_name = policy_name
+        self.checkpoint_format = checkpoint_format or formats.CPUCheckpointFormat()
         self._cache = MemoryState()
         self._lock = threading.RLock()
         self._containers = dict(initial_containers or {})
@@ -97,27 +102,34 @@ class CheckpointState:
     def _restore(self) -> None:
         with self._lock:
             try:
-                checkpoint = read_checkpoint_file(self.path, self._containers.get)
-            except CheckpointNotFoundError:
+                blob = self.path.read_bytes()
+            except FileNotFoundError:
                 self._store()
                 return
-            if checkpoint.policy_name != self.policy_name:
+            content = formats.load(blob, self.checkpoint_format, self._containers.get)
+            if content.policy_name != self.policy_name:
                 raise CheckpointError(
                     f"configured policy {go_quote(self.policy_name)} differs from state checkpoint policy "
-                    f"{go_quote(checkpoint.policy_name)}"
+                    f"{go_quote(content.policy_name)}"
                 )
-            default, assignments = checkpoint_to_state(checkpoint)
+            default, assignments = checkpoint_to_state(_as_v2(content))
             self._cache.set_default_cpu_set(default)
             self._cache.set_cpu_assignments(assignments)
+            if content.read_as in (formats.V3, formats.V4):
+                self._cache.set_pod_cpu_assignments(_pod_sets(content))
 
     def restore(self, blob: bytes) -> None:
         """Take the state a checkpoint's content holds, writing nothing: the daemon goes back to the last
         durable checkpoint when later ones could not be written. Pod-level sets (memory only) are kept
         for the pods the checkpoint still names."""
-        default, assignments = checkpoint_to_state(load_checkpoint(blob, self._containers.get))
+        content = formats.load(blob, self.checkpoint_format, self._containers.get)
+        default, assignments = checkpoint_to_state(_as_v2(content))
         with self._lock:
             self._cache.set_default_cpu_set(default)
             self._cache.set_cpu_assignments(assignments)
+            if content.read_as in (formats.V3, formats.V4):
+                self._cache.set_pod_cpu_assignments(_pod_sets(content))
+                return
             pod_sets = self._cache.get_pod_cpu_assignments()
             self._cache.set_pod_cpu_assignments({uid: s for uid, s in pod_sets.items() if uid in assignments})
 
@@ -132,15 +144,16 @@ class CheckpointState:
         write_file_atomic(self.path, self._marshal)
 
     def _marshal(self) -> bytes:
-        checkpoint = CPUManagerCheckpoint(
+        content = formats.CPUCheckpointContent(
             policy_name=self.policy_name,
             default_cpu_set=str(self._cache.get_default_cpu_set()),
             entries={
                 pod: {name: str(cpus) for name, cpus in containers.items()}
                 for pod, containers in self._cache.get_cpu_assignments().items()
             },
+            pod_entries={uid: str(cpus) for uid, cpus in self._cache.get_pod_cpu_assignments().items()},
         )
-        return checkpoint.marshal()
+        return formats.marshal(content, self.checkpoint_format)
 
     # -- Reader --------------------------------------------------------------------------------------
 
@@ -179,13 +192,16 @@ class CheckpointState:
             self._cache.set_cpu_assignments(assignments)
             self._persist()
 
+    # The kubelet stores after pod-level changes too; with V2 the bytes do not change.
     def set_pod_cpu_set(self, pod_uid: str, cpus: CPUSet) -> None:
         with self._lock:
             self._cache.set_pod_cpu_set(pod_uid, cpus)
+            self._persist()
 
     def set_pod_cpu_assignments(self, assignments: Mapping[str, CPUSet]) -> None:
         with self._lock:
             self._cache.set_pod_cpu_assignments(assignments)
+            self._persist()
 
     def delete(self, pod_uid: str, container_name: str) -> None:
         with self._lock:
@@ -195,8 +211,18 @@ class CheckpointState:
     def delete_pod(self, pod_uid: str) -> None:
         with self._lock:
             self._cache.delete_pod(pod_uid)
+            self._persist()
 
     def clear_state(self) -> None:
         with self._lock:
             self._cache.clear_state()
             self._persist()
+
+
+def _as_v2(content: formats.CPUCheckpointContent) -> CPUManagerCheckpoint:
+    return CPUManagerCheckpoint(content.policy_name, content.default_cpu_set, content.entries)
+
+
+def _pod_sets(content: formats.CPUCheckpointContent) -> dict[str, CPUSet]:
+    # The strings were parsed when read (PodEntry.UnmarshalJSON), so they parse again.
+    return {uid: CPUSet.parse(text) for uid, text in (content.pod_entries or {}).items()}

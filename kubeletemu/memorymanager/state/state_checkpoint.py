@@ -18,6 +18,7 @@ from kubeletemu.memorymanager.state.checkpoint import (
     marshal,
     unmarshal,
 )
+from kubeletemu.memorymanager.state.formats import MemoryCheckpointFormat
 from kubeletemu.memorymanager.state.state import (
     Block,
     ContainerMemoryAssignments,
@@ -37,10 +38,14 @@ class CheckpointState:
         policy_name: str,
         checkpoint_name: str = MEMORY_MANAGER_STATE_FILE,
         layout: str = LAYOUT_CLASSIC,
+        checkpoint_format: MemoryCheckpointFormat | None = None,
     ) -> None:
+        """``checkpoint_format``: the emulated kubelet's (it then decides the layout and the reading);
+        without it, ``layout`` is written and either layout is read."""
         self.path = Path(state_dir) / checkpoint_name
         self.policy_name = policy_name
-        self.layout = layout
+        self.checkpoint_format = checkpoint_format
+        self.layout = layout if checkpoint_format is None else checkpoint_format.layout
         self._cache = MemoryState()
         self._lock = threading.RLock()
         try:
@@ -58,7 +63,7 @@ class CheckpointState:
             except FileNotFoundError:
                 self._store()
                 return
-            checkpoint = unmarshal(blob)
+            checkpoint = self._unmarshal(blob)
             if checkpoint.policy_name != self.policy_name:
                 raise MemoryManagerError(
                     f'[memorymanager] configured policy "{self.policy_name}" differs from state checkpoint '
@@ -70,10 +75,14 @@ class CheckpointState:
     def restore(self, blob: bytes) -> None:
         """Take the state a checkpoint's content holds, writing nothing: the daemon goes back to the last
         durable checkpoint when later ones could not be written."""
-        checkpoint = unmarshal(blob)
+        checkpoint = self._unmarshal(blob)
         with self._lock:
             self._cache.set_machine_state(checkpoint.machine_state)
             self._cache.set_memory_assignments(checkpoint.entries)
+
+    def _unmarshal(self, blob: bytes) -> MemoryManagerCheckpoint:
+        fmt = self.checkpoint_format
+        return unmarshal(blob) if fmt is None else fmt.unmarshal(blob)
 
     def _store(self) -> None:
         write_file_atomic(self.path, self._marshal)

@@ -17,6 +17,11 @@ reusing :mod:`kubeletemu.topologymanager`'s ``HintMerger`` (the bit masks are sh
   and SingleNUMANode refuse with it, or with ``Unaligned NUMA Hint cause <summary>``;
 - BestEffort replaces an unsatisfied best hint by all NUMA nodes, not preferred.
 
+The policies fold with :func:`fast_merge_filtered_hints` (:mod:`.merge_fast`), which gives the literal
+fold's best hint without walking the cross product of hint lists (255^R permutations under Restricted on 8
+NUMA nodes); :func:`merge_filtered_hints` keeps the literal fold as the reference, and
+:data:`LITERAL_POLICIES` the policies on it (property tests hold the two equal).
+
 A provider's hints are a Go map: the shipped code walks resources in random order. Here they are walked in
 the order given (callers pass resources sorted by name); only equal-width, equal-score, equal-preference
 ties and the order of ``Unsatisfied`` reasons can depend on it.
@@ -26,9 +31,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 
 from kubeletemu.bitmask import BitMask, and_masks
 from kubeletemu.scheduler.framework import PluginPanic
+from kubeletemu.scheduler.koordinator.merge_fast import best_merged_hint
 
 # apiext.NUMATopologyPolicy values (the empty string is "none").
 POLICY_NONE = ""
@@ -124,14 +131,19 @@ def merge_permutation(numa_nodes: Sequence[int], permutation: Sequence[NUMATopol
     return NUMATopologyHint(merged, not satisfied, preferred)
 
 
-def _summary(resource: str, hints: Sequence[NUMATopologyHint]) -> str:
-    """``getSummaryForResource``: ``<resource> prefer [<masks>] among [<masks>]`` over satisfied hints."""
+def _summary(resource: str, hints: Sequence[NUMATopologyHint], texts: dict[int, str] | None = None) -> str:
+    """``getSummaryForResource``: ``<resource> prefer [<masks>] among [<masks>]`` over satisfied hints.
+    ``texts`` keeps masks already written (resources list the same masks)."""
     preferred: list[str] = []
     possible: list[str] = []
+    known = {} if texts is None else texts
     for hint in hints:
         if hint.unsatisfied:
             continue
-        text = "<nil>" if hint.affinity is None else str(hint.affinity)
+        if hint.affinity is None:
+            text = "<nil>"
+        elif (text := known.get(hint.affinity.value, "")) == "":
+            text = known[hint.affinity.value] = str(hint.affinity)
         if hint.preferred:
             preferred.append(text)
         possible.append(text)
@@ -142,7 +154,14 @@ def _summary(resource: str, hints: Sequence[NUMATopologyHint]) -> str:
 class FilteredHints:
     hints: list[list[NUMATopologyHint]]
     reasons: list[str]
-    summary: list[str]
+    # The resources with hints, for the summary: written out only when a refusal quotes it.
+    listed: list[tuple[str, Sequence[NUMATopologyHint]]]
+
+    @property
+    def summary(self) -> list[str]:
+        """The per-resource summaries, sorted (as shipped)."""
+        texts: dict[int, str] = {}
+        return sorted(_summary(resource, hints, texts) for resource, hints in self.listed)
 
 
 def filter_providers_hints(providers: Sequence[ProviderHints | None]) -> FilteredHints:
@@ -150,7 +169,7 @@ def filter_providers_hints(providers: Sequence[ProviderHints | None]) -> Filtere
     resource with an empty list is one unsatisfied hint and a reason. The summary is sorted (as shipped)."""
     out: list[list[NUMATopologyHint]] = []
     reasons: list[str] = []
-    summary: list[str] = []
+    listed: list[tuple[str, Sequence[NUMATopologyHint]]] = []
     for hints in providers:
         if not hints:
             out.append([NUMATopologyHint(preferred=True)])
@@ -163,10 +182,9 @@ def filter_providers_hints(providers: Sequence[ProviderHints | None]) -> Filtere
                 out.append([NUMATopologyHint(unsatisfied=True)])
                 reasons.append(ERR_UNSATISFIED_NUMA_RESOURCE.format(resource))
                 continue
-            summary.append(_summary(resource, resource_hints))
+            listed.append((resource, resource_hints))
             out.append(list(resource_hints))
-    summary.sort()
-    return FilteredHints(out, reasons, summary)
+    return FilteredHints(out, reasons, listed)
 
 
 def _permutations(dims: Sequence[Sequence[NUMATopologyHint]]) -> Iterator[list[NUMATopologyHint]]:
@@ -213,12 +231,70 @@ def merge_filtered_hints(
     return best
 
 
+def fast_merge_filtered_hints(
+    numa_nodes: Sequence[int],
+    dims: Sequence[Sequence[NUMATopologyHint]],
+    exclusive: str,
+    statuses: Sequence[str],
+) -> NUMATopologyHint:
+    """:func:`merge_filtered_hints`'s answer (the same hint, panics included), by
+    :func:`~kubeletemu.scheduler.koordinator.merge_fast.best_merged_hint`."""
+    full = BitMask.of(*numa_nodes)
+    checked: dict[int, bool] = {}
+
+    def check_ok(mask: int) -> bool:
+        if exclusive != EXCLUSIVE_REQUIRED:
+            return True  # checkExclusivePolicy on a non-nil mask: only Required can refuse
+        ok = checked.get(mask)
+        if ok is None:
+            ok = checked[mask] = check_exclusive_policy(NUMATopologyHint(BitMask(mask)), exclusive, statuses)
+        return ok
+
+    if _check_may_panic(numa_nodes, exclusive, statuses) and _some_merged_mask_panics(full, dims, check_ok):
+        # The fold panics at the first permutation whose mask reaches a missing status: walk to it.
+        return merge_filtered_hints(numa_nodes, dims, exclusive, statuses)
+    # checkExclusivePolicy reads only the policy and, under Required, the statuses.
+    check_key = (exclusive, tuple(statuses)) if exclusive == EXCLUSIVE_REQUIRED else ""
+    best = best_merged_hint(full.value, dims, check_ok, check_key)
+    if best is None:
+        return NUMATopologyHint(full)
+    mask, unsatisfied, preferred, score = best
+    return NUMATopologyHint(BitMask(mask), unsatisfied, preferred, score)
+
+
+def _check_may_panic(numa_nodes: Sequence[int], exclusive: str, statuses: Sequence[str]) -> bool:
+    """Only ``Required`` reads the statuses, and only a NUMA id past their end panics."""
+    return exclusive == EXCLUSIVE_REQUIRED and any(node >= len(statuses) for node in numa_nodes)
+
+
+def _some_merged_mask_panics(
+    full: BitMask, dims: Sequence[Sequence[NUMATopologyHint]], check_ok: Callable[[int], bool]
+) -> bool:
+    """Whether the exclusive check panics on a non-empty mask some permutation merges to."""
+    ands = {full.value}
+    for hints in dims:
+        masks = {full.value if h.affinity is None else h.affinity.value & full.value for h in hints}
+        ands = {a & m for a in ands for m in masks if a & m}
+    for mask in ands:
+        try:
+            check_ok(mask)
+        except PluginPanic:
+            return True
+    return False
+
+
 def filter_single_numa_hints(dims: Sequence[Sequence[NUMATopologyHint]]) -> list[list[NUMATopologyHint]]:
     """``filterSingleNumaHints``: keep preferred hints that are nil or name exactly one NUMA node."""
     return [
         [h for h in hints if h.preferred and (h.affinity is None or h.affinity.count() == 1)]
         for hints in dims
     ]
+
+
+# How a policy folds the filtered hints into the best one: the literal fold or the fast one.
+HintFold = Callable[
+    [Sequence[int], Sequence[Sequence[NUMATopologyHint]], str, Sequence[str]], NUMATopologyHint
+]
 
 
 def can_admit(policy: str, hint: NUMATopologyHint) -> bool:
@@ -232,10 +308,11 @@ def merge_best_effort(
     providers: Sequence[ProviderHints | None],
     exclusive: str,
     statuses: Sequence[str],
+    fold: HintFold = fast_merge_filtered_hints,
 ) -> MergeResult:
     """``bestEffortPolicy.Merge``: always admits; an unsatisfied best hint becomes all NUMA nodes."""
     filtered = filter_providers_hints(providers)
-    best = merge_filtered_hints(numa_nodes, filtered.hints, exclusive, statuses)
+    best = fold(numa_nodes, filtered.hints, exclusive, statuses)
     if best.unsatisfied:
         best = NUMATopologyHint(BitMask.of(*numa_nodes))
     return MergeResult(best, True)
@@ -246,12 +323,13 @@ def merge_restricted(
     providers: Sequence[ProviderHints | None],
     exclusive: str,
     statuses: Sequence[str],
+    fold: HintFold = fast_merge_filtered_hints,
 ) -> MergeResult:
     """``restrictedPolicy.Merge``: admits a preferred best hint; the summary joined with ``" & "``."""
     filtered = filter_providers_hints(providers)
     if filtered.reasons:
         return MergeResult(NUMATopologyHint(BitMask.of(*numa_nodes)), False, tuple(filtered.reasons))
-    best = merge_filtered_hints(numa_nodes, filtered.hints, exclusive, statuses)
+    best = fold(numa_nodes, filtered.hints, exclusive, statuses)
     if not best.preferred:
         reason = ERR_NUMA_HINT_CANNOT_ALIGNED.format(" & ".join(filtered.summary))
         return MergeResult(best, False, (reason,))
@@ -263,13 +341,14 @@ def merge_single_numa_node(
     providers: Sequence[ProviderHints | None],
     exclusive: str,
     statuses: Sequence[str],
+    fold: HintFold = fast_merge_filtered_hints,
 ) -> MergeResult:
     """``singleNumaNodePolicy.Merge``: single-NUMA hints only; a best hint of all NUMA nodes becomes nil;
     the summary joined with ``","``."""
     filtered = filter_providers_hints(providers)
     if filtered.reasons:
         return MergeResult(NUMATopologyHint(), False, tuple(filtered.reasons))
-    best = merge_filtered_hints(numa_nodes, filter_single_numa_hints(filtered.hints), exclusive, statuses)
+    best = fold(numa_nodes, filter_single_numa_hints(filtered.hints), exclusive, statuses)
     assert best.affinity is not None
     if best.affinity.is_equal(BitMask.of(*numa_nodes)):
         best = NUMATopologyHint(preferred=best.preferred)
@@ -296,4 +375,11 @@ POLICIES: Mapping[str, Merge] = {
     POLICY_BEST_EFFORT: merge_best_effort,
     POLICY_RESTRICTED: merge_restricted,
     POLICY_SINGLE_NUMA_NODE: merge_single_numa_node,
+}
+
+# The same policies on the literal permutation fold: the reference the fast fold is tested against.
+LITERAL_POLICIES: Mapping[str, Merge] = {
+    POLICY_BEST_EFFORT: partial(merge_best_effort, fold=merge_filtered_hints),
+    POLICY_RESTRICTED: partial(merge_restricted, fold=merge_filtered_hints),
+    POLICY_SINGLE_NUMA_NODE: partial(merge_single_numa_node, fold=merge_filtered_hints),
 }

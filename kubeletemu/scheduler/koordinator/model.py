@@ -36,8 +36,11 @@ from kubeletemu.lifecycle.resources import Resource, sum_requests
 from kubeletemu.pod import Pod
 from kubeletemu.scheduler.framework import Crash, NodeInfo, PluginPanic, Status, memo
 from kubeletemu.scheduler.koordinator import extension as ext
+from kubeletemu.scheduler.koordinator import reservation as rsv
 from kubeletemu.scheduler.koordinator.allocation import node_allocation
 from kubeletemu.scheduler.koordinator.args import NodeNUMAResourceArgs
+from kubeletemu.scheduler.koordinator.deviceshare import DeviceReserveResult, DeviceShare
+from kubeletemu.scheduler.koordinator.hint_provider import DeviceShareProvider, NUMAHintProvider
 from kubeletemu.scheduler.koordinator.merge import (
     POLICY_BEST_EFFORT,
     POLICY_NONE,
@@ -104,12 +107,19 @@ def _node_state(node: NodeInfo) -> NodeState:
     return NodeState(
         name=node.name,
         options=options,
-        allocation=node_allocation(node.pods, options),
+        allocation=node_allocation((*rsv.reserve_pods(node.reservations), *node.pods), options),
         labels=labels,
         annotations=annotations,
         allocatable=allocatable,
         requested=sum_requests(node.pods),
     )
+
+
+def _restore(pod: Pod, node: NodeInfo, view: NodeState) -> rsv.NodeRestoreState:
+    """The pod's matched and unmatched reservations on the node (none without Reservation objects)."""
+    if not node.reservations:
+        return rsv.EMPTY_RESTORE
+    return rsv.restore_state(pod, node.reservations, node.pods, view.allocation)
 
 
 class NodeNUMAResource:
@@ -121,16 +131,67 @@ class NodeNUMAResource:
 
     def __init__(self, args: NodeNUMAResourceArgs | None = None) -> None:
         self.plugin = NodeNUMAResourcePlugin(args)
+        # The shipped profile runs DeviceShare next to NodeNUMAResource (PreFilter, Filter and Reserve
+        # right after it, and as a second NUMA hint provider); a node without a Device object and without
+        # pods holding devices is left alone by it.
+        self.device_share = DeviceShare()
 
     def _cycle(self, pod: Pod, node: NodeInfo) -> tuple[PreFilterState | Status, NodeState, FilterResult]:
         state = self.plugin.pre_filter(pod)
         view = node_state(node)
         if isinstance(state, Status):
             return state, view, FilterResult(state)
-        return state, view, self._filter(state, view)
+        return state, view, self._with_devices(pod, node, state, view)
 
-    def _filter(self, state: PreFilterState, view: NodeState) -> FilterResult:
-        return self.plugin.filter(state, view)
+    def _with_devices(self, pod: Pod, node: NodeInfo, state: PreFilterState, view: NodeState) -> FilterResult:
+        """DeviceShare's PreFilter, NodeNUMAResource's Filter (DeviceShare a hint provider of its NUMA
+        admission), then DeviceShare's Filter, which passes when that admission stored an affinity."""
+        devices = self.device_share.pre_filter(pod)
+        if isinstance(devices, Status):
+            return FilterResult(devices)
+        result = self._filter(state, view, _restore(pod, node, view), self._providers(pod, node))
+        if not result.status.ok:
+            return result
+        status = self.device_share.filter(pod, node, affinity_stored=result.affinity is not None)
+        return result if status.ok else FilterResult(status)
+
+    def _providers(self, pod: Pod, node: NodeInfo) -> tuple[NUMAHintProvider, ...]:
+        return (DeviceShareProvider(self.device_share, pod, node),)
+
+    def _filter(
+        self,
+        state: PreFilterState,
+        view: NodeState,
+        restore: rsv.NodeRestoreState = rsv.EMPTY_RESTORE,
+        providers: tuple[NUMAHintProvider, ...] = (),
+    ) -> FilterResult:
+        return self.plugin.filter(state, view, restore, providers)
+
+    def _nominated(
+        self,
+        pod: Pod,
+        node: NodeInfo,
+        state: PreFilterState,
+        view: NodeState,
+        affinity: NUMATopologyHint | None,
+    ) -> rsv.NodeRestoreState:
+        """The pod's reservations on the node with one nominated: the first matched reservation (name
+        order) that passes ``FilterNominateReservation`` under Filter's affinity. The shipped nominator
+        scores the candidates in the Reservation plugin; that ranking is not modelled."""
+        restore = _restore(pod, node, view)
+        if not restore.matched or state.skip:
+            return restore
+        bind = self.plugin._request_cpu_bind(state, view)
+        if isinstance(bind, Status):
+            return restore
+        try:
+            opts = self.plugin.resource_options(state, view, bind, affinity)
+        except ResourceError:
+            return restore
+        for alloc in restore.matched:
+            if rsv.filter_nominate_reservation(view, restore, opts, alloc.uid, state.reservation_ignored).ok:
+                return replace(restore, nominated=alloc.uid)
+        return restore
 
     def filter(self, pod: Pod, node: NodeInfo) -> Status:
         return self._cycle(pod, node)[2].status
@@ -139,6 +200,10 @@ class NodeNUMAResource:
         state, view, result = self._cycle(pod, node)
         if isinstance(state, Status):
             return 0
+        if node.reservations:
+            return self.plugin.score(
+                state, view, result.affinity, self._nominated(pod, node, state, view, result.affinity)
+            )
         return self._score(state, view, result.affinity)
 
     def _score(self, state: PreFilterState, view: NodeState, affinity: NUMATopologyHint | None) -> int:
@@ -154,7 +219,35 @@ class NodeNUMAResource:
         state, view, result = self._cycle(pod, node)
         if isinstance(state, Status) or not result.status.ok:
             return ReserveResult(result.status)
-        return self.plugin.reserve_allocation(state, view, result.affinity)
+        restore = self._nominated(pod, node, state, view, result.affinity)
+        providers = self._providers(pod, node)
+        reserved = self.plugin.reserve_allocation(
+            state, view, result.affinity, restore, result.allocation, providers
+        )
+        if not reserved.status.ok:
+            return reserved
+        devices = self.reserve_devices(pod, node)
+        return reserved if devices.status.ok else ReserveResult(devices.status)
+
+    def reserve_devices(self, pod: Pod, node: NodeInfo) -> DeviceReserveResult:
+        """DeviceShare's Reserve after NodeNUMAResource's: the devices it allocates inside the affinity
+        the Topology Manager stored (at Filter, or at Reserve under BestEffort)."""
+        state, view, result = self._cycle(pod, node)
+        if isinstance(state, Status) or not result.status.ok:
+            return DeviceReserveResult(result.status)
+        affinity = result.affinity
+        if not state.skip and self.plugin._merged_policy(state, view) == POLICY_BEST_EFFORT:
+            restore = self._nominated(pod, node, state, view, result.affinity)
+            admitted = self.plugin.filter_by_numa_node(
+                state,
+                view,
+                POLICY_BEST_EFFORT,
+                self.plugin._exclusive(state),
+                restore,
+                self._providers(pod, node),
+            )
+            affinity = admitted.affinity
+        return self.device_share.reserve(pod, node, affinity)
 
     def policy(self, node: NodeInfo) -> str:
         return self._policy(node_state(node)) or "none"
@@ -184,7 +277,7 @@ class NodeNUMAResourceDesign(NodeNUMAResource):
         state = self.plugin.pre_filter(pod)
         if isinstance(state, Status):
             return state, view, FilterResult(state)
-        return state, view, self._filter(state, view)
+        return state, view, self._with_devices(pod, node, state, view)
 
     def _view(self, view: NodeState, node: NodeInfo) -> NodeState:
         """The node as the design reads it (depends on the node alone, so built once per NodeInfo)."""
@@ -202,8 +295,14 @@ class NodeNUMAResourceDesign(NodeNUMAResource):
         labels = {**view.labels, ext.LABEL_NUMA_TOPOLOGY_POLICY: self._policy(view)}
         return replace(view, labels=labels)
 
-    def _filter(self, state: PreFilterState, view: NodeState) -> FilterResult:
-        return _DesignPlugin(self.plugin.args).filter(state, view)
+    def _filter(
+        self,
+        state: PreFilterState,
+        view: NodeState,
+        restore: rsv.NodeRestoreState = rsv.EMPTY_RESTORE,
+        providers: tuple[NUMAHintProvider, ...] = (),
+    ) -> FilterResult:
+        return _DesignPlugin(self.plugin.args).filter(state, view, restore, providers)
 
     def _score(self, state: PreFilterState, view: NodeState, affinity: NUMATopologyHint | None) -> int:
         """Share of NUMA nodes in use after placing the pod, ×100 (MostAllocated) or its complement."""
@@ -239,9 +338,13 @@ class _DesignPlugin(NodeNUMAResourcePlugin):
     """The kubelet's hint preference: fewest NUMA nodes under every policy, hints unscored."""
 
     def pod_topology_hints(
-        self, state: PreFilterState, node: NodeState, policy: str
+        self,
+        state: PreFilterState,
+        node: NodeState,
+        policy: str,
+        restore: rsv.NodeRestoreState = rsv.EMPTY_RESTORE,
     ) -> dict[str, list[NUMATopologyHint]] | Status:
-        hints = super().pod_topology_hints(state, node, POLICY_BEST_EFFORT)
+        hints = super().pod_topology_hints(state, node, POLICY_BEST_EFFORT, restore)
         if isinstance(hints, Status):
             return hints
         return {name: [replace(h, score=0) for h in resource_hints] for name, resource_hints in hints.items()}

@@ -2,14 +2,17 @@
 koordinator ``a7a1b76bbf81abd26f9c377de1f31a60dd965f6e`` ships them (``nodenumaresource/plugin.go``,
 ``topology_hint.go``, ``scoring.go``, ``util.go``; ``frameworkext/topologymanager/manager.go``: ``Admit``).
 
-Not modelled (always empty here): reservations and pre-allocation, preemption state, the designated
-allocation of a scheduling hint, and the DeviceShare hint provider (a pod asking for GPUs or RDMA gets only
-this plugin's hints; the shipped scheduler would merge DeviceShare's too).
+Reservations (a pod's matched and nominated reservations, as a
+:class:`~kubeletemu.scheduler.koordinator.reservation.NodeRestoreState`) and a scheduling hint's designated
+allocation take the paths of :mod:`~kubeletemu.scheduler.koordinator.reservation`. A missing preFilterState
+(``state`` None) is the framework's ``not found`` Error. Not modelled: pre-allocation and preemption state.
+The Topology Manager's other hint providers (DeviceShare, see ``hint_provider.py``) come in as
+``providers``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
@@ -25,13 +28,16 @@ from kubeletemu.scheduler.framework import (
     memo,
 )
 from kubeletemu.scheduler.koordinator import extension as ext
+from kubeletemu.scheduler.koordinator import reservation as rsv
 from kubeletemu.scheduler.koordinator.args import NodeNUMAResourceArgs
+from kubeletemu.scheduler.koordinator.hint_provider import NUMAHintProvider
 from kubeletemu.scheduler.koordinator.merge import (
     EXCLUSIVE_REQUIRED,
     POLICIES,
     POLICY_BEST_EFFORT,
     POLICY_NONE,
     NUMATopologyHint,
+    ProviderHints,
     check_exclusive_policy,
 )
 from kubeletemu.scheduler.koordinator.options import (
@@ -48,7 +54,6 @@ from kubeletemu.scheduler.koordinator.resources import (
     PodAllocation,
     ResourceError,
     ResourceOptions,
-    allocate,
     available_cpus,
     topology_hints,
 )
@@ -64,6 +69,8 @@ ERR_MISSING_NUMA_RESOURCES = "node(s) missing NUMA resources"
 ERR_INSUFFICIENT_NUMA_NODE_RESOURCES = "node(s) Insufficient NUMA Node resources"
 CALCULATE_AFFINITY = "topologymanager.(*topologyManager).calculateAffinity"
 OK = Status()
+# fwktype.AsStatus(fwktype.ErrNotFound): what a plugin returns when PreFilter wrote no state.
+MISSING_STATE = Status(ERROR, ("not found",))
 
 
 @dataclass(frozen=True)
@@ -91,14 +98,20 @@ class PreFilterState:
     pod_numa_topology_policy: str = ""
     pod_numa_exclusive: str = ""
     num_cpus_needed: int = 0
+    has_reservation_affinity: bool = False
+    # IsReservationIgnored(pod), read from the pod wherever the shipped code reads it.
+    reservation_ignored: bool = False
+    designated: rsv.DesignatedAllocation | None = None
 
 
 @dataclass(frozen=True)
 class FilterResult:
-    """Filter's status and the affinity the Topology Manager stored for the node (None: none stored)."""
+    """Filter's status, the affinity the Topology Manager stored for the node (None: none stored) and the
+    allocation Filter already made (a designated allocation; Reserve keeps it)."""
 
     status: Status
     affinity: NUMATopologyHint | None = None
+    allocation: PodAllocation | None = None
 
 
 def _milli(amount: Fraction) -> int:
@@ -150,6 +163,14 @@ class NodeNUMAResourcePlugin:
         return memo(pod, key, lambda: self._pre_filter(pod))
 
     def _pre_filter(self, pod: Pod) -> PreFilterState | Status:
+        # The SchedulingHint plugin decodes the hint first (BeforePreFilter); its panic comes later.
+        designated: rsv.DesignatedAllocation | Status | PluginPanic | None
+        try:
+            designated = rsv.designated_allocation(pod)
+        except PluginPanic as panic:
+            designated = panic
+        if isinstance(designated, Status) and designated.code == ERROR:
+            return designated
         try:
             spec = ext.resource_spec(pod.annotations)
             numa = ext.numa_topology_spec(pod.annotations)
@@ -158,12 +179,23 @@ class NodeNUMAResourcePlugin:
         requests = dict(pod_request_list(pod))
         if all(amount == 0 for amount in requests.values()):
             return PreFilterState(skip=True)
+        try:
+            affinity = rsv.reservation_affinity(pod)
+        except ext.AnnotationError as err:
+            return _status(UNSCHEDULABLE_AND_UNRESOLVABLE, str(err))
+        if isinstance(designated, PluginPanic):
+            raise designated
+        if isinstance(designated, Status):
+            return designated
         cpu = _milli(requests.get("cpu", Fraction(0)))
         state = PreFilterState(
             requests=requests,
             num_cpus_needed=int(cpu / 1000),
             pod_numa_topology_policy=numa.numa_topology_policy,
             pod_numa_exclusive=numa.single_numa_node_exclusive,
+            has_reservation_affinity=affinity is not None,
+            reservation_ignored=rsv.is_reservation_ignored(pod),
+            designated=designated,
         )
         if not ext.allow_use_cpuset(pod):
             return state
@@ -248,6 +280,7 @@ class NodeNUMAResourcePlugin:
             hint=hint or NUMATopologyHint(),
             topology=topology,
             numa_allocate_strategy=self.numa_allocate_strategy(node),
+            required_from_reservation=state.has_reservation_affinity,
         )
 
     def numa_allocate_strategy(self, node: NodeState) -> str:
@@ -257,28 +290,49 @@ class NodeNUMAResourcePlugin:
         return label or self.args.numa_allocate_strategy()
 
     def _try_allocate(
-        self, state: PreFilterState, node: NodeState, bind: bool, hint: NUMATopologyHint | None
+        self,
+        state: PreFilterState,
+        node: NodeState,
+        bind: bool,
+        hint: NUMATopologyHint | None,
+        restore: rsv.NodeRestoreState = rsv.EMPTY_RESTORE,
     ) -> PodAllocation | Status:
-        """``getResourceOptions`` + ``tryAllocateFromNode``; options errors: UnschedulableAndUnresolvable."""
+        """``getResourceOptions`` + the matched reservations, then ``tryAllocateFromNode`` (the hint
+        provider's ``Allocate``); options errors: UnschedulableAndUnresolvable."""
         try:
             opts = self.resource_options(state, node, bind, hint)
         except ResourceError as err:
             return _status(UNSCHEDULABLE_AND_UNRESOLVABLE, str(err))
         try:
-            return allocate(node, opts)
+            outcome = rsv.allocate_any(node, restore, opts, state.reservation_ignored, rsv.allocator(False))
         except AllocateRefused as refused:
             return refused.status
+        assert outcome.allocation is not None
+        return outcome.allocation
 
     # ---- Filter --------------------------------------------------------------------------------------
 
-    def filter(self, state: PreFilterState, node: NodeState) -> FilterResult:
-        """``Filter``; may raise :class:`PluginPanic`."""
+    def filter(
+        self,
+        state: PreFilterState | None,
+        node: NodeState,
+        restore: rsv.NodeRestoreState = rsv.EMPTY_RESTORE,
+        providers: Sequence[NUMAHintProvider] = (),
+    ) -> FilterResult:
+        """``Filter``; may raise :class:`PluginPanic`. ``restore``: the pod's reservations on the node;
+        ``providers``: the Topology Manager's other hint providers (DeviceShare)."""
+        if state is None:
+            return FilterResult(MISSING_STATE)
         if state.skip:
             return FilterResult(OK)
         try:
             policy = merge_topology_policy(self.node_policy(node), state.pod_numa_topology_policy)
         except PolicyConflict:
             return FilterResult(_status(UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_NOT_MATCH_NUMA_TOPOLOGY))
+        if state.designated is not None:
+            # The node is taken as chosen: Filter allocates at once (Reserve keeps the result).
+            done = self._allocate(state, node, policy, None, restore)
+            return FilterResult(done.status, allocation=done.allocation)
         bind = self._request_cpu_bind(state, node)
         if isinstance(bind, Status):
             return FilterResult(bind)
@@ -300,10 +354,10 @@ class NodeNUMAResourcePlugin:
             if required == ext.CPU_BIND_FULL_PCPUS and state.num_cpus_needed % topology.cpus_per_core() != 0:
                 return FilterResult(_status(UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_SMT_ALIGNMENT))
             if required != "" and policy == POLICY_NONE:
-                result = self._try_allocate(state, node, bind, None)
+                result = self._try_allocate(state, node, bind, None, restore)
                 return FilterResult(result if isinstance(result, Status) else OK)
         if policy not in (POLICY_NONE, POLICY_BEST_EFFORT):
-            return self.filter_by_numa_node(state, node, policy, self._exclusive(state))
+            return self.filter_by_numa_node(state, node, policy, self._exclusive(state), restore, providers)
         return FilterResult(OK)
 
     @staticmethod
@@ -340,36 +394,60 @@ class NodeNUMAResourcePlugin:
         return OK
 
     def filter_by_numa_node(
-        self, state: PreFilterState, node: NodeState, policy: str, exclusive: str
+        self,
+        state: PreFilterState,
+        node: NodeState,
+        policy: str,
+        exclusive: str,
+        restore: rsv.NodeRestoreState = rsv.EMPTY_RESTORE,
+        providers: Sequence[NUMAHintProvider] = (),
     ) -> FilterResult:
-        """``FilterByNUMANode`` + the Topology Manager's ``Admit`` (hints from this plugin only)."""
+        """``FilterByNUMANode`` + the Topology Manager's ``Admit``: this plugin's hints, then each of
+        ``providers``' (a failing one's message is a reason), merged; after the merge each provider
+        allocates inside the affinity."""
         if policy == POLICY_NONE:
             return FilterResult(OK)
         numa_nodes = node.options.numa_nodes()
         if not numa_nodes:
             return FilterResult(_status(UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_MISSING_NUMA_RESOURCES))
         statuses = node.allocation.all_numa_node_status(len(numa_nodes))
-        hints = self.pod_topology_hints(state, node, policy)
-        if isinstance(hints, Status):
-            return FilterResult(_status(UNSCHEDULABLE, hints.message))
+        hints = self.pod_topology_hints(state, node, policy, restore)
+        reasons = [hints.message] if isinstance(hints, Status) else []
+        accumulated: list[ProviderHints | None] = [] if isinstance(hints, Status) else [hints]
+        for provider in providers:
+            provided, provider_status = provider.hints()
+            if not provider_status.ok:
+                reasons.append(provider_status.message)
+                continue
+            accumulated.append(provided)
+        if reasons:
+            return FilterResult(_status(UNSCHEDULABLE, *reasons))
         merge = POLICIES.get(policy)
         if merge is None:
             # createNUMATopologyPolicy returns a nil Policy for any other name; Merge is called on it.
             raise PluginPanic(NIL_POINTER, CALCULATE_AFFINITY)
-        result = merge(numa_nodes, [hints], exclusive, statuses)
+        result = merge(numa_nodes, accumulated, exclusive, statuses)
         check_exclusive_policy(result.hint, exclusive, statuses)  # logged only, but it can index out of range
         if not result.admit and result.reasons:
             return FilterResult(Status(UNSCHEDULABLE, result.reasons))
         bind = self._request_cpu_bind(state, node)
         if isinstance(bind, Status):
             return FilterResult(bind)
-        allocated = self._try_allocate(state, node, bind, result.hint)
+        allocated = self._try_allocate(state, node, bind, result.hint, restore)
         if isinstance(allocated, Status):
             return FilterResult(allocated)
+        for provider in providers:
+            provider_status = provider.allocate(result.hint)
+            if not provider_status.ok:
+                return FilterResult(provider_status)
         return FilterResult(OK, result.hint)
 
     def pod_topology_hints(
-        self, state: PreFilterState, node: NodeState, policy: str
+        self,
+        state: PreFilterState,
+        node: NodeState,
+        policy: str,
+        restore: rsv.NodeRestoreState = rsv.EMPTY_RESTORE,
     ) -> dict[str, list[NUMATopologyHint]] | Status:
         """``GetPodTopologyHints``, resources in name order."""
         bind = self._request_cpu_bind(state, node)
@@ -380,37 +458,65 @@ class NodeNUMAResourcePlugin:
         except ResourceError as err:
             return _status(ERROR, str(err))
         try:
-            hints = topology_hints(node, opts, policy)
+            if restore == rsv.EMPTY_RESTORE:
+                hints = topology_hints(node, opts, policy)
+            else:
+                fits = rsv.fits_under_hint(node, restore, state.reservation_ignored)
+                hints = topology_hints(node, rsv.hint_options(opts, restore), policy, fits)
         except ResourceError:
             return _status(UNSCHEDULABLE, ERR_INSUFFICIENT_NUMA_NODE_RESOURCES)
         return dict(sorted(hints.items()))
 
     # ---- Score ---------------------------------------------------------------------------------------
 
-    def score(self, state: PreFilterState, node: NodeState, affinity: NUMATopologyHint | None) -> int:
+    def score(
+        self,
+        state: PreFilterState,
+        node: NodeState,
+        affinity: NUMATopologyHint | None,
+        restore: rsv.NodeRestoreState = rsv.EMPTY_RESTORE,
+    ) -> int:
         """``Score`` for a node that passed Filter with ``affinity`` stored; failures score 0."""
+        return self.score_status(state, node, affinity, restore)[0]
+
+    def score_status(
+        self,
+        state: PreFilterState | None,
+        node: NodeState,
+        affinity: NUMATopologyHint | None,
+        restore: rsv.NodeRestoreState = rsv.EMPTY_RESTORE,
+    ) -> tuple[int, Status]:
+        """``Score``'s score and status: only a missing preFilterState or a fractional cpuset request is
+        not a success; an allocation that fails (nominated reservation or node) degrades to 0."""
+        if state is None:
+            return 0, MISSING_STATE
         if state.skip:
-            return 0
+            return 0, OK
         policy = self._merged_policy(state, node)
         bind = self._request_cpu_bind(state, node)
         if isinstance(bind, Status):
-            return 0
+            return 0, bind
         topology = node.options.cpu_topology
         if bind and (topology is None or not topology.is_valid()):
-            return 0
+            return 0, OK
         try:
             opts = self.resource_options(state, node, bind, affinity)
         except ResourceError:
-            return 0
+            return 0, OK
         pod = Resource.from_list(opts.requests)
         if policy == POLICY_NONE:
-            return self._score_with_amplified_cpus(state, node, opts, pod)
+            return self._score_with_amplified_cpus(state, node, opts, pod), OK
+        # Reservations' preferred CPUs are given back less the pod's own, so those CPUs must be chosen.
+        run = rsv.allocator(restore != rsv.EMPTY_RESTORE)
         try:
-            allocation = allocate(node, opts)
+            outcome = rsv.allocate_with_nominated(node, restore, opts, state.reservation_ignored, run)
+            if outcome.allocation is None:
+                outcome = rsv.try_allocate_from_node(node, restore, outcome.options, None, run)
         except AllocateRefused:
-            return 0
-        allocatable, requested = self._allocatable_and_requested(node, allocation, opts)
-        return self.scorer.score(requested, allocatable, pod)
+            return 0, OK
+        assert outcome.allocation is not None
+        allocatable, requested = self._allocatable_and_requested(node, outcome.allocation, outcome.options)
+        return self.scorer.score(requested, allocatable, pod), OK
 
     def _score_with_amplified_cpus(
         self, state: PreFilterState, node: NodeState, opts: ResourceOptions, pod: Resource
@@ -437,7 +543,7 @@ class NodeNUMAResourcePlugin:
         if allocation.numa_node_resources:
             total_allocatable: dict[str, Fraction] = {}
             total_requested: dict[str, Fraction] = {}
-            _, held_by_node = node.allocation.available_numa_resources(topology)
+            _, held_by_node = node.allocation.available_numa_resources(topology, opts.reusable_resources)
             for entry in allocation.numa_node_resources:
                 for name, amount in held_by_node.get(entry.node, {}).items():
                     total_requested[name] = total_requested.get(name, Fraction(0)) + amount
@@ -453,7 +559,10 @@ class NodeNUMAResourcePlugin:
         if allocation.num_cpus > 0:
             assert topology.cpu_topology is not None
             _, held = node.allocation.available_cpus(
-                topology.cpu_topology, topology.max_ref_count, topology.reserved_cpus
+                topology.cpu_topology,
+                topology.max_ref_count,
+                topology.reserved_cpus,
+                opts.preferred_cpus.difference(allocation.cpuset),
             )
             ratio = (topology.amplification_ratios or {}).get("cpu", 0.0)
             requested.milli_cpu = ext.amplify(len(held) * 1000, ratio)
@@ -461,24 +570,55 @@ class NodeNUMAResourcePlugin:
 
     # ---- Reserve -------------------------------------------------------------------------------------
 
-    def reserve(self, state: PreFilterState, node: NodeState, affinity: NUMATopologyHint | None) -> Status:
+    def reserve(
+        self,
+        state: PreFilterState | None,
+        node: NodeState,
+        affinity: NUMATopologyHint | None,
+        restore: rsv.NodeRestoreState = rsv.EMPTY_RESTORE,
+    ) -> Status:
         """``Reserve``'s status (see :meth:`reserve_allocation`)."""
-        return self.reserve_allocation(state, node, affinity).status
+        return self.reserve_allocation(state, node, affinity, restore).status
 
     def reserve_allocation(
-        self, state: PreFilterState, node: NodeState, affinity: NUMATopologyHint | None
+        self,
+        state: PreFilterState | None,
+        node: NodeState,
+        affinity: NUMATopologyHint | None,
+        restore: rsv.NodeRestoreState = rsv.EMPTY_RESTORE,
+        allocated: PodAllocation | None = None,
+        providers: Sequence[NUMAHintProvider] = (),
     ) -> ReserveResult:
-        """``Reserve`` after Filter stored ``affinity``: BestEffort runs the NUMA admission only now, and
-        every policy allocates (``allocate``, CPUs chosen); the allocation is what ``state.allocation``
-        holds afterwards (None where Reserve returns before allocating or fails)."""
+        """``Reserve`` after Filter stored ``affinity`` (and ``allocated``, a designated allocation Filter
+        already made, which is kept): BestEffort runs the NUMA admission only now, and every policy
+        allocates (``allocate``: the nominated reservation, then the node; CPUs chosen); the allocation is
+        what ``state.allocation`` holds afterwards (None where Reserve returns before allocating or
+        fails)."""
+        if state is None:
+            return ReserveResult(MISSING_STATE)
         if state.skip:
             return ReserveResult(OK)
+        if allocated is not None:
+            return ReserveResult(OK, allocated)
         policy = self._merged_policy(state, node)
         if policy == POLICY_BEST_EFFORT:
-            admitted = self.filter_by_numa_node(state, node, policy, self._exclusive(state))
+            admitted = self.filter_by_numa_node(
+                state, node, policy, self._exclusive(state), restore, providers
+            )
             if not admitted.status.ok:
                 return ReserveResult(admitted.status)
             affinity = admitted.affinity
+        return self._allocate(state, node, policy, affinity, restore)
+
+    def _allocate(
+        self,
+        state: PreFilterState,
+        node: NodeState,
+        policy: str,
+        affinity: NUMATopologyHint | None,
+        restore: rsv.NodeRestoreState,
+    ) -> ReserveResult:
+        """``allocate``: the nominated reservation, else the node (or the designated allocation)."""
         bind = self._request_cpu_bind(state, node)
         if isinstance(bind, Status):
             return ReserveResult(bind)
@@ -491,11 +631,14 @@ class NodeNUMAResourcePlugin:
             opts = self.resource_options(state, node, bind, affinity)
         except ResourceError as err:
             return ReserveResult(_status(ERROR, str(err)))
+        run = rsv.allocator(True)
         try:
-            allocation = allocate(node, opts, pick_cpus=True)
+            outcome = rsv.allocate_with_nominated(node, restore, opts, state.reservation_ignored, run)
+            if outcome.allocation is None:
+                outcome = rsv.try_allocate_from_node(node, restore, outcome.options, state.designated, run)
         except AllocateRefused as refused:
             return ReserveResult(refused.status)
-        return ReserveResult(OK, allocation)
+        return ReserveResult(OK, outcome.allocation)
 
 
 def _copy(resource: Resource) -> Resource:

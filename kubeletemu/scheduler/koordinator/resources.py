@@ -74,8 +74,9 @@ class NodeState:
 
 @dataclass(frozen=True)
 class ResourceOptions:
-    """``ResourceOptions`` (the reservation, preemption and designated-allocation fields are not modelled:
-    they are always empty here)."""
+    """``ResourceOptions``. The reservation and designated-allocation fields (``preferredCPUs``,
+    ``reusableResources``, ``requiredResources``, ``requiredFromReservation``) are set by
+    :mod:`~kubeletemu.scheduler.koordinator.reservation`; preemption's are not modelled (always empty)."""
 
     requests: Mapping[str, Fraction]
     original_requests: Mapping[str, Fraction]
@@ -88,6 +89,11 @@ class ResourceOptions:
     topology: TopologyOptions
     numa_scorer: Scorer | None = None
     numa_allocate_strategy: str = LEAST_ALLOCATED
+    preferred_cpus: CPUSet = field(default_factory=CPUSet)
+    reusable_resources: Mapping[int, Mapping[str, Fraction]] = field(default_factory=dict)
+    # None or empty: allocate from the node's available NUMA resources (Go: len(requiredResources) == 0).
+    required_resources: Mapping[int, Mapping[str, Fraction]] | None = None
+    required_from_reservation: bool = False
 
 
 @dataclass(frozen=True)
@@ -100,15 +106,17 @@ class PodAllocation:
     cpuset: CPUSet = field(default_factory=CPUSet)
 
 
-def available_cpus(node: NodeState) -> tuple[CPUSet, dict[int, CPUInfo]]:
-    """``resourceManager.GetAvailableCPUs`` (no preferred CPUs): empty without a topology; an invalid one
-    is an error."""
+def available_cpus(node: NodeState, *preferred: CPUSet) -> tuple[CPUSet, dict[int, CPUInfo]]:
+    """``resourceManager.GetAvailableCPUs``: empty without a topology; an invalid one is an error. Each
+    ``preferred`` set gives back one reference of its CPUs (a reservation's reserved CPUs)."""
     topology = node.options.cpu_topology
     if topology is None:
         return CPUSet(), {}
     if not topology.is_valid():
         raise ResourceError(ERR_INVALID_CPU_TOPOLOGY)
-    return node.allocation.available_cpus(topology, node.options.max_ref_count, node.options.reserved_cpus)
+    return node.allocation.available_cpus(
+        topology, node.options.max_ref_count, node.options.reserved_cpus, *preferred
+    )
 
 
 def filter_cpus_by_required_policy(
@@ -133,7 +141,7 @@ def trim_numa_resources(node: NodeState, available: dict[int, Resources], opts: 
     policy can still use there."""
     if not opts.required_cpu_bind_policy:
         return
-    cpus, _ = available_cpus(node)
+    cpus, _ = available_cpus(node, opts.preferred_cpus)
     topology = opts.topology.cpu_topology
     assert topology is not None
     for numa, resources in available.items():
@@ -242,7 +250,11 @@ def allocate_by_hint(
     if known is not None:
         available: Mapping[int, Mapping[str, Fraction]] = known.numa
     else:
-        trimmed, _ = node.allocation.available_numa_resources(opts.topology)
+        if opts.required_resources:
+            # The shipped code trims the reservation's own map in place; a copy is trimmed here.
+            trimmed = {n: dict(r) for n, r in opts.required_resources.items()}
+        else:
+            trimmed, _ = node.allocation.available_numa_resources(opts.topology, opts.reusable_resources)
         try:
             trim_numa_resources(node, trimmed, opts)
         except ResourceError as err:
@@ -265,7 +277,7 @@ def count_cpuset(
 ) -> int:
     """``allocateCPUSet``, as far as success and the number of CPUs go (see the module docstring); raises
     :class:`ResourceError`. ``known``: the node's available CPUs when the caller has them."""
-    cpus = known if known is not None else available_cpus(node)[0]
+    cpus = known if known is not None else available_cpus(node, opts.preferred_cpus)[0]
     topology = opts.topology.cpu_topology
     assert topology is not None
     if opts.required_cpu_bind_policy:
@@ -295,8 +307,9 @@ def _unsatisfied_policy(policy: str) -> str:
 def allocate_cpuset(node: NodeState, numa: Sequence[NUMANodeResource], opts: ResourceOptions) -> CPUSet:
     """``allocateCPUSet``: the CPUs ``takePreferredCPUs`` picks, first on each allocated NUMA node (as many
     as its cpu share and its available CPUs allow), then any still needed from the node's other available
-    CPUs; raises :class:`ResourceError`. No preferred CPUs (reservations are not modelled)."""
-    cpus, held = available_cpus(node)
+    CPUs; raises :class:`ResourceError`. The options' preferred CPUs (a reservation's) are given back and
+    taken first."""
+    cpus, held = available_cpus(node, opts.preferred_cpus)
     topology = opts.topology.cpu_topology
     assert topology is not None
     if opts.required_cpu_bind_policy:
@@ -310,7 +323,7 @@ def allocate_cpuset(node: NodeState, numa: Sequence[NUMANodeResource], opts: Res
                 topology,
                 opts.topology.max_ref_count,
                 available,
-                CPUSet(),
+                opts.preferred_cpus,
                 held,
                 count,
                 opts.cpu_bind_policy,
@@ -369,18 +382,29 @@ def allocate(
     return PodAllocation(numa, count)
 
 
-def topology_hints(node: NodeState, opts: ResourceOptions, policy: str) -> dict[str, list[NUMATopologyHint]]:
-    """``GetTopologyHints``; raises :class:`ResourceError` when it errors."""
+def topology_hints(
+    node: NodeState,
+    opts: ResourceOptions,
+    policy: str,
+    fits: Callable[[ResourceOptions], bool] | None = None,
+) -> dict[str, list[NUMATopologyHint]]:
+    """``GetTopologyHints``; raises :class:`ResourceError` when it errors. The availability the hints are
+    judged on takes the options' reusable resources and preferred CPUs (a reservation restore state's);
+    ``fits`` tells whether the pod can be allocated under a mask's hint (default: from the node alone)."""
     topo = opts.topology
     if not topo.numa_node_resources:
         raise ResourceError("insufficient resources on NUMA Node")
-    available, _ = node.allocation.available_numa_resources(topo)
+    available, _ = node.allocation.available_numa_resources(topo, opts.reusable_resources)
     trim_numa_resources(node, available, opts)
-    return _generate_hints(node, opts, available, policy)
+    return _generate_hints(node, opts, available, policy, fits)
 
 
 def _generate_hints(
-    node: NodeState, opts: ResourceOptions, available: Mapping[int, Mapping[str, Fraction]], policy: str
+    node: NodeState,
+    opts: ResourceOptions,
+    available: Mapping[int, Mapping[str, Fraction]],
+    policy: str,
+    fits: Callable[[ResourceOptions], bool] | None = None,
 ) -> dict[str, list[NUMATopologyHint]]:
     """``generateResourceHints``."""
     numa_resources = opts.topology.numa_node_resources
@@ -407,10 +431,14 @@ def _generate_hints(
         if opts.numa_scorer is not None:
             used = subtract_non_negative(total, free)
             score = opts.numa_scorer.score(Resource.from_list(used), Resource.from_list(total), pod)
-        try:
-            allocate(node, replace(opts, hint=NUMATopologyHint(mask)), known)
-        except AllocateRefused:
-            continue
+        if fits is not None:
+            if not fits(replace(opts, hint=NUMATopologyHint(mask))):
+                continue
+        else:
+            try:
+                allocate(node, replace(opts, hint=NUMATopologyHint(mask)), known)
+            except AllocateRefused:
+                continue
         for name in sorted(seen):
             if mask.any_set(lacking.get(name, set())):
                 continue

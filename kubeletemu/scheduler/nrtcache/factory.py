@@ -16,7 +16,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kubeletemu.config import fields
-from kubeletemu.scheduler.nrtcache.args import CacheArgs, parse_cache_args
 from kubeletemu.scheduler.nrtcache.discardreserved import DiscardReserved
 from kubeletemu.scheduler.nrtcache.foreignpods import (
     FOREIGN_PODS_DETECT_NONE,
@@ -32,15 +31,26 @@ from kubeletemu.scheduler.nrtcache.informers import (
 from kubeletemu.scheduler.nrtcache.interface import Cache
 from kubeletemu.scheduler.nrtcache.overreserve import OverReserve
 from kubeletemu.scheduler.nrtcache.passthrough import Passthrough
+from kubeletemu.scheduler.nrtmatch.args import NodeResourceTopologyMatchArgs, parse_args
+
+PLUGIN_NAME = "NodeResourceTopologyMatch"
 
 
-def informer_mode(args: CacheArgs) -> InformerMode:
+def parse_cache_args(
+    raw: Mapping[str, Any] | None, where: fields.Reporter | None = None, *, strict: bool = False
+) -> NodeResourceTopologyMatchArgs:
+    """The plugin args, read by the plugin's one parser (:func:`.nrtmatch.args.parse_args`), errors naming
+    ``args.<field>`` (through ``where``, else as ``NodeResourceTopologyMatch args``)."""
+    return parse_args(raw, where=where or fields.Where(f"{PLUGIN_NAME} args"), prefix="args", strict=strict)
+
+
+def informer_mode(args: NodeResourceTopologyMatchArgs) -> InformerMode:
     """``wantsDedicatedInformer``."""
     return InformerMode.DEDICATED if args.cache.informer_mode == "Dedicated" else InformerMode.SHARED
 
 
 def cache_from_cache_args(
-    args: CacheArgs,
+    args: NodeResourceTopologyMatchArgs,
     store: InformerStore,
     *,
     profile_names: Iterable[str] = (DEFAULT_SCHEDULER_NAME,),
@@ -80,8 +90,8 @@ def cache_from_args(
     where: fields.Reporter | None = None,
     profile_names: Iterable[str] = (DEFAULT_SCHEDULER_NAME,),
     now: float = 0.0,
-    strict: bool = True,
+    strict: bool = False,
 ) -> Cache:
-    """Parse the plugin args (see :mod:`.args`) and build the cache they select."""
+    """Parse the plugin args (:func:`parse_cache_args`) and build the cache they select."""
     args = parse_cache_args(raw, where, strict=strict)
     return cache_from_cache_args(args, store, profile_names=profile_names, now=now)

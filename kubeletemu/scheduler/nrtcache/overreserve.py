@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 
 from kubeletemu.pod import Pod
 from kubeletemu.podresources import fingerprint as pfp
-from kubeletemu.scheduler.nrtcache.args import CacheConfig
 from kubeletemu.scheduler.nrtcache.assumed import ResourceStore
 from kubeletemu.scheduler.nrtcache.attrwatch import AttrWatcher
 from kubeletemu.scheduler.nrtcache.informers import (
@@ -44,19 +43,20 @@ from kubeletemu.scheduler.nrtcache.podsets import (
     make_node_to_pod_data_map,
     pod_fingerprint_for_node_topology,
 )
+from kubeletemu.scheduler.nrtmatch.args import NodeResourceTopologyCache
 from kubeletemu.scheduler.objects import NodeResourceTopology
 
 RESYNC_SCOPE_ALL = "All"
 
 
-def get_cache_resync_method(config: CacheConfig | None) -> str:
+def get_cache_resync_method(config: NodeResourceTopologyCache | None) -> str:
     """``getCacheResyncMethod``: Autodetect when unset."""
     if config is not None and config.resync_method is not None:
         return config.resync_method
     return RESYNC_AUTODETECT
 
 
-def get_cache_resync_scope(config: CacheConfig | None) -> str:
+def get_cache_resync_scope(config: NodeResourceTopologyCache | None) -> str:
     """``getCacheResyncScope``: All when unset."""
     if config is not None and config.resync_scope is not None:
         return config.resync_scope
@@ -99,7 +99,7 @@ class OverReserve(Cache):
         self,
         client: InformerStore | None,
         pod_lister: PodInformer | None,
-        config: CacheConfig | None = None,
+        config: NodeResourceTopologyCache | None = None,
         *,
         is_pod_relevant: PodFilter = is_pod_relevant_shared,
         preemption_mode: str = PREEMPTION_DISABLED,

@@ -25,6 +25,12 @@ from kubeletemu.scheduler.koordinator.extension import KubeletCPUManagerPolicy, 
 from kubeletemu.scheduler.koordinator.merge import NUMATopologyHint
 from kubeletemu.scheduler.koordinator.options import NUMANodeResource, TopologyOptions
 from kubeletemu.scheduler.koordinator.plugin import NodeNUMAResourcePlugin, PreFilterState
+from kubeletemu.scheduler.koordinator.reservation import (
+    EMPTY_RESTORE,
+    DesignatedAllocation,
+    NodeRestoreState,
+    ReusableAlloc,
+)
 from kubeletemu.scheduler.koordinator.resources import NodeState
 from tests.conformance.loader import rows
 from tests.scheduler.koordinator.codec import (
@@ -61,7 +67,20 @@ def _options(row: dict[str, Any]) -> TopologyOptions:
     )
 
 
-def _state(raw: dict[str, Any]) -> PreFilterState:
+def numa_map(raw: list[dict[str, Any]] | None) -> dict[int, dict[str, Fraction]] | None:
+    """``[{node, resources}]`` as a Go ``map[int]ResourceList`` (None: absent, a nil map)."""
+    return None if raw is None else {item["node"]: resources(item["resources"]) for item in raw}
+
+
+def designated(raw: dict[str, Any] | None) -> DesignatedAllocation | None:
+    if raw is None:
+        return None
+    return DesignatedAllocation(numa_map(raw.get("numaNodeResource")) or {}, CPUSet(raw.get("cpuset", [])))
+
+
+def _state(raw: dict[str, Any] | None) -> PreFilterState | None:
+    if raw is None:
+        return None
     requests = resources(raw["requests"]) if "requests" in raw else {}
     needed = raw.get("numCPUsNeeded", 0)
     if needed > 0 and "requests" not in raw:
@@ -72,6 +91,7 @@ def _state(raw: dict[str, Any]) -> PreFilterState:
         required_cpu_bind_policy=raw.get("requiredCPUBindPolicy", ""),
         preferred_cpu_bind_policy=raw.get("preferredCPUBindPolicy", ""),
         num_cpus_needed=needed,
+        designated=designated(raw.get("designatedAllocation")),
     )
 
 
@@ -87,7 +107,18 @@ def test_filter(row: dict[str, Any]) -> None:
     )
     want = row["want"]
     expected = Status(SUCCESS) if want is None else Status(want["code"], tuple(want["reasons"]))
-    assert NodeNUMAResourcePlugin().filter(_state(row["state"]), node).status == expected
+    result = NodeNUMAResourcePlugin().filter(_state(row["state"]), node)
+    assert result.status == expected
+    # The allocation Filter stored (a designated allocation's; nil for every other row).
+    stored = row["wantAllocationResult"]
+    if stored is None:
+        assert result.allocation is None
+    else:
+        assert result.allocation is not None
+        assert result.allocation.cpuset == CPUSet(stored["cpuset"])
+        assert [(n.node, n.resources) for n in result.allocation.numa_node_resources] == [
+            (item["node"], resources(item["resources"])) for item in stored["numaNodeResources"]
+        ]
 
 
 def _status(raw: dict[str, Any] | None) -> Status:
@@ -117,6 +148,7 @@ def test_pre_filter(row: dict[str, Any]) -> None:
         required_cpu_bind_policy=raw["requiredCPUBindPolicy"],
         preferred_cpu_bind_policy=raw["preferredCPUBindPolicy"],
         num_cpus_needed=raw["numCPUsNeeded"],
+        designated=designated(raw.get("designatedAllocation")),
     )
 
 
@@ -199,7 +231,8 @@ def test_filter_with_numa_node_scoring(row: dict[str, Any]) -> None:
 
 def reserve_node(row: dict[str, Any]) -> NodeState:
     """test-node-1 (cpu 96, memory 512Gi) with, given a topology, options {CPUTopology, MaxRefCount 1,
-    cpu = CPUsPerNode on NUMA nodes 0..NumSockets-1} and the allocatedCPUs held by one pod."""
+    cpu = CPUsPerNode on NUMA nodes 0..NumSockets-1}, the allocatedCPUs held by one pod, each matched
+    reservation's remaining CPUs under its UID and the extra NUMA allocations of one more pod."""
     topology = cpu_topology(row["cpuTopology"])
     options = TopologyOptions()
     allocation = NodeAllocation()
@@ -214,6 +247,21 @@ def reserve_node(row: dict[str, Any]) -> NodeState:
         )
         cpus = CPUSet(row["allocatedCPUs"])
         held = [PodAllocation(uid="allocated", cpuset=cpus)] if row["allocatedCPUs"] else []
+        # addCPUs registers the reservation's UID first, so its NUMA resources are never added.
+        held += [
+            PodAllocation(uid=f"reservation-{i}", cpuset=CPUSet(m.get("remainedCPUs", [])))
+            for i, m in enumerate(row.get("matched", []))
+        ]
+        extra = row.get("extraNUMAAllocations", [])
+        if extra:
+            held.append(
+                PodAllocation(
+                    uid="extra",
+                    numa_node_resources=tuple(
+                        NUMANodeResource(e["node"], resources(e["resources"])) for e in extra
+                    ),
+                )
+            )
         allocation = allocations_from(held, topology)
     return NodeState(
         name="test-node-1",
@@ -224,7 +272,35 @@ def reserve_node(row: dict[str, Any]) -> NodeState:
     )
 
 
-def reserve_state(raw: dict[str, Any]) -> PreFilterState:
+def restore_state(row: dict[str, Any]) -> NodeRestoreState:
+    """The restore state the test writes: matched as given, merged fields as injected (others nil), and
+    the reservation nominated unless skipNominate."""
+    matched = tuple(
+        ReusableAlloc(
+            uid=f"reservation-{i}",
+            name="test-reservation",
+            allocate_policy=row["reservationAllocatePolicy"],
+            remained_cpus=CPUSet(m.get("remainedCPUs", [])),
+            allocatable=numa_map(m.get("allocatable")),
+            remained=numa_map(m.get("remained")),
+        )
+        for i, m in enumerate(row.get("matched", []))
+    )
+    if not matched:
+        return EMPTY_RESTORE
+    return NodeRestoreState(
+        matched=matched,
+        nominated=None if row["skipNominate"] else matched[0].uid,
+        merged_matched_allocatable=numa_map(row.get("mergedMatchedAllocatable")) or {},
+        merged_matched_allocated=numa_map(row.get("mergedMatchedAllocated")) or {},
+    )
+
+
+def reserve_state(
+    raw: dict[str, Any] | None, pod_labels: dict[str, str] | None = None
+) -> PreFilterState | None:
+    if raw is None:
+        return None
     return PreFilterState(
         request_cpu_bind=raw.get("requestCPUBind", False),
         requests=resources(raw.get("requests", {})),
@@ -232,6 +308,8 @@ def reserve_state(raw: dict[str, Any]) -> PreFilterState:
         preferred_cpu_bind_policy=raw.get("preferredCPUBindPolicy", ""),
         pod_numa_topology_policy=raw.get("podNUMATopologyPolicy", ""),
         num_cpus_needed=raw.get("numCPUsNeeded", 0),
+        has_reservation_affinity=raw.get("hasReservationAffinity", False),
+        reservation_ignored=(pod_labels or {}).get("scheduling.koordinator.sh/reservation-ignored") == "true",
     )
 
 
@@ -240,10 +318,11 @@ def test_reserve(row: dict[str, Any]) -> None:
     """Reserve's status and the allocation it stores: CPU set and NUMA resources (none = empty)."""
     affinity = None if row["numaAffinity"] is None else NUMATopologyHint(BitMask.of(*row["numaAffinity"]))
     plugin = NodeNUMAResourcePlugin()
-    state, node = reserve_state(row["state"]), reserve_node(row)
-    got = plugin.reserve_allocation(state, node, affinity)
+    state, node = reserve_state(row["state"], row["podLabels"]), reserve_node(row)
+    restore = restore_state(row)
+    got = plugin.reserve_allocation(state, node, affinity, restore)
     assert got.status == _status(row["want"])
-    assert plugin.reserve(state, node, affinity) == got.status
+    assert plugin.reserve(state, node, affinity, restore) == got.status
     allocation = got.allocation
     cpus = allocation.cpuset if allocation is not None else CPUSet()
     numa = allocation.numa_node_resources if allocation is not None else ()

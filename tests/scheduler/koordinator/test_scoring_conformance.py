@@ -11,6 +11,7 @@ import pytest
 from kubeletemu.bitmask import BitMask
 from kubeletemu.cpumanager.cpuset import CPUSet
 from kubeletemu.lifecycle.resources import Resource
+from kubeletemu.scheduler.framework import SUCCESS, Status
 from kubeletemu.scheduler.koordinator.allocation import (
     NodeAllocation,
     PodAllocation,
@@ -34,6 +35,7 @@ from tests.scheduler.koordinator.codec import (
     resources,
     scoring_strategy,
 )
+from tests.scheduler.koordinator.test_plugin_conformance import restore_state
 
 TABLE = "koord_scoring"
 
@@ -90,8 +92,10 @@ def test_numa_node_score(row: dict[str, Any]) -> None:
     assert got == row["expectedScores"]
 
 
-def _score_state(raw: dict[str, Any]) -> PreFilterState:
+def _score_state(raw: dict[str, Any] | None) -> PreFilterState | None:
     """The preFilterState the test writes; requests become cpu = numCPUsNeeded when that is > 0."""
+    if raw is None:
+        return None
     needed = raw.get("numCPUsNeeded", 0)
     requests = resources(raw.get("requests", {}))
     if needed > 0:
@@ -123,7 +127,12 @@ def test_score(row: dict[str, Any]) -> None:
         extra = tuple(
             NUMANodeResource(e["node"], resources(e["resources"])) for e in row["extraNUMAAllocations"]
         )
-        held = [PodAllocation(uid="extra", numa_node_resources=extra)] if extra else []
+        # Each matched reservation's remaining CPUs under its UID (addCPUs: its NUMA resources never follow).
+        held = [
+            PodAllocation(uid=f"reservation-{i}", cpuset=CPUSet(m.get("remainedCPUs", [])))
+            for i, m in enumerate(row["matched"])
+        ]
+        held += [PodAllocation(uid="extra", numa_node_resources=extra)] if extra else []
         allocation = allocations_from(held, topology)
     total = 96 if topology is None else topology.cpus().size()
     node = NodeState(
@@ -137,9 +146,10 @@ def test_score(row: dict[str, Any]) -> None:
         NodeNUMAResourceArgs(scoring_strategy=ScoringStrategy("MostAllocated", (("cpu", 1),)))
     )
     affinity = None if row["numaAffinity"] is None else NUMATopologyHint(BitMask.of(*row["numaAffinity"]))
-    # Every transcribed row expects a nil status; the model's score() returns the score alone.
-    assert row["want"] is None
-    assert plugin.score(_score_state(row["state"]), node, affinity) == row["wantScore"]
+    want = row["want"]
+    expected = Status(SUCCESS) if want is None else Status(want["code"], tuple(want["reasons"]))
+    state = _score_state(row["state"])
+    assert plugin.score_status(state, node, affinity, restore_state(row)) == (row["wantScore"], expected)
 
 
 @pytest.mark.parametrize("row", rows(TABLE, "scoreWithAmplifiedCPUs"))

@@ -99,12 +99,14 @@ class PolicyOverrides(_message.Message):
     def __init__(self, topology_manager_policy: _Optional[str] = ..., topology_manager_scope: _Optional[str] = ..., topology_manager_policy_options: _Optional[_Mapping[str, str]] = ..., replace_policy_options: _Optional[bool] = ...) -> None: ...
 
 class WouldAdmitRequest(_message.Message):
-    __slots__ = ("pod", "overrides")
+    __slots__ = ("pod", "overrides", "kubelet_version")
     POD_FIELD_NUMBER: _ClassVar[int]
     OVERRIDES_FIELD_NUMBER: _ClassVar[int]
+    KUBELET_VERSION_FIELD_NUMBER: _ClassVar[int]
     pod: PodSource
     overrides: PolicyOverrides
-    def __init__(self, pod: _Optional[_Union[PodSource, _Mapping]] = ..., overrides: _Optional[_Union[PolicyOverrides, _Mapping]] = ...) -> None: ...
+    kubelet_version: str
+    def __init__(self, pod: _Optional[_Union[PodSource, _Mapping]] = ..., overrides: _Optional[_Union[PolicyOverrides, _Mapping]] = ..., kubelet_version: _Optional[str] = ...) -> None: ...
 
 class TopologyHint(_message.Message):
     __slots__ = ("numa_nodes", "any_numa", "preferred")
@@ -427,7 +429,7 @@ class Zone(_message.Message):
     def __init__(self, name: _Optional[str] = ..., type: _Optional[str] = ..., costs: _Optional[_Iterable[_Union[CostInfo, _Mapping]]] = ..., attributes: _Optional[_Iterable[_Union[AttributeInfo, _Mapping]]] = ..., resources: _Optional[_Iterable[_Union[ResourceInfo, _Mapping]]] = ...) -> None: ...
 
 class NodeResourceTopology(_message.Message):
-    __slots__ = ("name", "annotations", "zones", "attributes", "topology_policies")
+    __slots__ = ("name", "annotations", "zones", "attributes", "topology_policies", "koordinator_device")
     class AnnotationsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -440,12 +442,14 @@ class NodeResourceTopology(_message.Message):
     ZONES_FIELD_NUMBER: _ClassVar[int]
     ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
     TOPOLOGY_POLICIES_FIELD_NUMBER: _ClassVar[int]
+    KOORDINATOR_DEVICE_FIELD_NUMBER: _ClassVar[int]
     name: str
     annotations: _containers.ScalarMap[str, str]
     zones: _containers.RepeatedCompositeFieldContainer[Zone]
     attributes: _containers.RepeatedCompositeFieldContainer[AttributeInfo]
     topology_policies: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, name: _Optional[str] = ..., annotations: _Optional[_Mapping[str, str]] = ..., zones: _Optional[_Iterable[_Union[Zone, _Mapping]]] = ..., attributes: _Optional[_Iterable[_Union[AttributeInfo, _Mapping]]] = ..., topology_policies: _Optional[_Iterable[str]] = ...) -> None: ...
+    koordinator_device: str
+    def __init__(self, name: _Optional[str] = ..., annotations: _Optional[_Mapping[str, str]] = ..., zones: _Optional[_Iterable[_Union[Zone, _Mapping]]] = ..., attributes: _Optional[_Iterable[_Union[AttributeInfo, _Mapping]]] = ..., topology_policies: _Optional[_Iterable[str]] = ..., koordinator_device: _Optional[str] = ...) -> None: ...
 
 class GetShadowReportRequest(_message.Message):
     __slots__ = ()
@@ -474,7 +478,7 @@ class ShadowDivergence(_message.Message):
     def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., uid: _Optional[str] = ..., container: _Optional[str] = ..., resource: _Optional[str] = ..., kubelet: _Optional[str] = ..., kubeletemu: _Optional[str] = ..., replay_position: _Optional[int] = ..., detail: _Optional[str] = ...) -> None: ...
 
 class ShadowReport(_message.Message):
-    __slots__ = ("generation", "refreshed_at", "checked_at", "trigger", "duration_seconds", "kubelet_root_dir", "kubelet_config", "kubelet_podresources_socket", "watch_mode", "pods_listed", "pods_matched", "pods_derived", "ambiguous_matches", "stale_uids", "placeholders", "warnings", "replay_order", "containers_checked", "containers_agreeing", "divergences", "interchangeable_devices", "last_error")
+    __slots__ = ("generation", "refreshed_at", "checked_at", "trigger", "duration_seconds", "kubelet_root_dir", "kubelet_config", "kubelet_podresources_socket", "watch_mode", "pods_listed", "pods_matched", "pods_derived", "ambiguous_matches", "stale_uids", "placeholders", "warnings", "replay_order", "containers_checked", "containers_agreeing", "divergences", "interchangeable_devices", "last_error", "kubelet_version", "kubelet_version_source", "kubelet_binary", "kubelet_binary_version", "kubelet_version_note")
     GENERATION_FIELD_NUMBER: _ClassVar[int]
     REFRESHED_AT_FIELD_NUMBER: _ClassVar[int]
     CHECKED_AT_FIELD_NUMBER: _ClassVar[int]
@@ -497,6 +501,11 @@ class ShadowReport(_message.Message):
     DIVERGENCES_FIELD_NUMBER: _ClassVar[int]
     INTERCHANGEABLE_DEVICES_FIELD_NUMBER: _ClassVar[int]
     LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
+    KUBELET_VERSION_FIELD_NUMBER: _ClassVar[int]
+    KUBELET_VERSION_SOURCE_FIELD_NUMBER: _ClassVar[int]
+    KUBELET_BINARY_FIELD_NUMBER: _ClassVar[int]
+    KUBELET_BINARY_VERSION_FIELD_NUMBER: _ClassVar[int]
+    KUBELET_VERSION_NOTE_FIELD_NUMBER: _ClassVar[int]
     generation: int
     refreshed_at: float
     checked_at: float
@@ -519,7 +528,12 @@ class ShadowReport(_message.Message):
     divergences: _containers.RepeatedCompositeFieldContainer[ShadowDivergence]
     interchangeable_devices: _containers.RepeatedScalarFieldContainer[str]
     last_error: str
-    def __init__(self, generation: _Optional[int] = ..., refreshed_at: _Optional[float] = ..., checked_at: _Optional[float] = ..., trigger: _Optional[str] = ..., duration_seconds: _Optional[float] = ..., kubelet_root_dir: _Optional[str] = ..., kubelet_config: _Optional[str] = ..., kubelet_podresources_socket: _Optional[str] = ..., watch_mode: _Optional[str] = ..., pods_listed: _Optional[int] = ..., pods_matched: _Optional[int] = ..., pods_derived: _Optional[int] = ..., ambiguous_matches: _Optional[_Iterable[str]] = ..., stale_uids: _Optional[_Iterable[str]] = ..., placeholders: _Optional[_Iterable[str]] = ..., warnings: _Optional[_Iterable[str]] = ..., replay_order: _Optional[_Iterable[str]] = ..., containers_checked: _Optional[int] = ..., containers_agreeing: _Optional[int] = ..., divergences: _Optional[_Iterable[_Union[ShadowDivergence, _Mapping]]] = ..., interchangeable_devices: _Optional[_Iterable[str]] = ..., last_error: _Optional[str] = ...) -> None: ...
+    kubelet_version: str
+    kubelet_version_source: str
+    kubelet_binary: str
+    kubelet_binary_version: str
+    kubelet_version_note: str
+    def __init__(self, generation: _Optional[int] = ..., refreshed_at: _Optional[float] = ..., checked_at: _Optional[float] = ..., trigger: _Optional[str] = ..., duration_seconds: _Optional[float] = ..., kubelet_root_dir: _Optional[str] = ..., kubelet_config: _Optional[str] = ..., kubelet_podresources_socket: _Optional[str] = ..., watch_mode: _Optional[str] = ..., pods_listed: _Optional[int] = ..., pods_matched: _Optional[int] = ..., pods_derived: _Optional[int] = ..., ambiguous_matches: _Optional[_Iterable[str]] = ..., stale_uids: _Optional[_Iterable[str]] = ..., placeholders: _Optional[_Iterable[str]] = ..., warnings: _Optional[_Iterable[str]] = ..., replay_order: _Optional[_Iterable[str]] = ..., containers_checked: _Optional[int] = ..., containers_agreeing: _Optional[int] = ..., divergences: _Optional[_Iterable[_Union[ShadowDivergence, _Mapping]]] = ..., interchangeable_devices: _Optional[_Iterable[str]] = ..., last_error: _Optional[str] = ..., kubelet_version: _Optional[str] = ..., kubelet_version_source: _Optional[str] = ..., kubelet_binary: _Optional[str] = ..., kubelet_binary_version: _Optional[str] = ..., kubelet_version_note: _Optional[str] = ...) -> None: ...
 
 class LeastNUMANodesRequest(_message.Message):
     __slots__ = ("pod", "scope", "max_numa_nodes")
@@ -558,7 +572,7 @@ class LeastNUMANodesResponse(_message.Message):
     def __init__(self, scope: _Optional[str] = ..., numa_nodes: _Optional[int] = ..., min_distance: _Optional[bool] = ..., score: _Optional[int] = ..., requirements: _Optional[_Iterable[_Union[LeastNUMARequirement, _Mapping]]] = ...) -> None: ...
 
 class SimulateRequest(_message.Message):
-    __slots__ = ("simulation", "files", "png")
+    __slots__ = ("simulation", "files")
     class FilesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -568,33 +582,31 @@ class SimulateRequest(_message.Message):
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     SIMULATION_FIELD_NUMBER: _ClassVar[int]
     FILES_FIELD_NUMBER: _ClassVar[int]
-    PNG_FIELD_NUMBER: _ClassVar[int]
     simulation: str
     files: _containers.ScalarMap[str, str]
-    png: bool
-    def __init__(self, simulation: _Optional[str] = ..., files: _Optional[_Mapping[str, str]] = ..., png: _Optional[bool] = ...) -> None: ...
+    def __init__(self, simulation: _Optional[str] = ..., files: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class SimulateResponse(_message.Message):
-    __slots__ = ("json", "table", "png")
+    __slots__ = ("json", "table")
     JSON_FIELD_NUMBER: _ClassVar[int]
     TABLE_FIELD_NUMBER: _ClassVar[int]
-    PNG_FIELD_NUMBER: _ClassVar[int]
     json: str
     table: str
-    png: bytes
-    def __init__(self, json: _Optional[str] = ..., table: _Optional[str] = ..., png: _Optional[bytes] = ...) -> None: ...
+    def __init__(self, json: _Optional[str] = ..., table: _Optional[str] = ...) -> None: ...
 
 class ScheduleRequest(_message.Message):
-    __slots__ = ("pod", "objects", "scheduler_config", "profile")
+    __slots__ = ("pod", "objects", "scheduler_config", "profile", "flavour")
     POD_FIELD_NUMBER: _ClassVar[int]
     OBJECTS_FIELD_NUMBER: _ClassVar[int]
     SCHEDULER_CONFIG_FIELD_NUMBER: _ClassVar[int]
     PROFILE_FIELD_NUMBER: _ClassVar[int]
+    FLAVOUR_FIELD_NUMBER: _ClassVar[int]
     pod: PodSource
     objects: str
     scheduler_config: str
     profile: str
-    def __init__(self, pod: _Optional[_Union[PodSource, _Mapping]] = ..., objects: _Optional[str] = ..., scheduler_config: _Optional[str] = ..., profile: _Optional[str] = ...) -> None: ...
+    flavour: str
+    def __init__(self, pod: _Optional[_Union[PodSource, _Mapping]] = ..., objects: _Optional[str] = ..., scheduler_config: _Optional[str] = ..., profile: _Optional[str] = ..., flavour: _Optional[str] = ...) -> None: ...
 
 class NodeVerdict(_message.Message):
     __slots__ = ("name", "fits", "reason", "score", "policy", "error")

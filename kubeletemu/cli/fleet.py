@@ -1,0 +1,76 @@
+"""``kubeletemu fleet -f FILE``: the fleet what-if (:mod:`kubeletemu.fleet`), each configuration of the
+file's matrix run in a local process pool (``--workers``) or on a Ray cluster (``--ray``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from kubeletemu.cli.common import EXIT_OK, add_file_arguments, fail
+
+
+def cmd_fleet(args: argparse.Namespace) -> int:
+    from kubeletemu.fleet.parallel import ConfigurationFailed, RunnerError, require_ray, run_many
+    from kubeletemu.fleet.report import render_csv, render_json, render_table, render_yaml
+    from kubeletemu.fleet.spec import FleetError, load_fleet
+
+    [path] = args.files if len(args.files) == 1 else fail("fleet takes one -f file")
+    if args.workers is not None and args.workers < 1:
+        fail(f"--workers: must be at least 1, got {args.workers}")
+    if args.chart:
+        from kubeletemu.plot import PlotUnavailable, require_matplotlib
+
+        try:
+            require_matplotlib()  # before any work
+        except PlotUnavailable as err:
+            fail(str(err))
+    if args.ray:
+        try:
+            require_ray()  # before any work, as for the charts
+        except RunnerError as err:
+            fail(str(err))
+    try:
+        configs = load_fleet(path).configurations()
+    except FleetError as err:
+        fail(str(err))
+    try:
+        results = run_many(configs, workers=args.workers, ray_address=args.ray, progress=True)
+    except ConfigurationFailed as err:
+        fail(str(err), 1)
+    except RunnerError as err:  # Ray unreachable or gone: not a configuration's fault, but no answer
+        fail(str(err), 1)
+    render = {"table": render_table, "json": render_json, "yaml": render_yaml, "csv": render_csv}[args.output]
+    text = render(results)
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    sys.stdout.flush()
+    if args.chart:
+        from kubeletemu.plot import PlotInputError, fleet_charts
+
+        try:
+            fleet_charts(results, Path(args.chart))
+        except OSError as err:
+            fail(f"{args.chart}: {err.strerror or err}")
+        except PlotInputError as err:
+            fail(str(err), 1)
+    return EXIT_OK
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    fleet = sub.add_parser(
+        "fleet", help="a fleet of exact nodes under schedulers and their NRT caches, on a simulated clock"
+    )
+    add_file_arguments(fleet, "a kind: Fleet YAML file")
+    fleet.add_argument(
+        "-o",
+        "--output",
+        choices=("table", "json", "yaml", "csv"),
+        default="table",
+        help="%(choices)s (default %(default)s)",
+    )
+    fleet.add_argument("--chart", metavar="DIR", help="also write PNG charts into this directory")
+    fleet.add_argument("--workers", type=int, help="local worker processes (default: the CPU count; 1: here)")
+    fleet.add_argument(
+        "--ray", metavar="ADDRESS", help='run each configuration as a Ray task ("auto" or an address)'
+    )
+    fleet.set_defaults(func=cmd_fleet)

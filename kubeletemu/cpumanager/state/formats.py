@@ -1,0 +1,380 @@
+"""The ``cpu_manager_state`` formats each kubelet version writes and reads (issue 16).
+
+Registered as ``cpumanager.checkpoint-format`` (``versions/data/behaviours/checkpoints.json``):
+
+* 1.33 … 1.35 write **V2** (``checkpoint.py``) and read V2, else V1 migrated.
+* 1.36 (kubernetes#134768, #137751) depends on ``PodLevelResourceManagers``: off, it writes V2 byte for byte
+  as 1.35 (checksum over the dump named ``CPUManagerCheckpoint``) and reads V2 (checksum tried under the
+  ``CPUManagerCheckpointV2`` name, then the legacy one), else V1; on, it writes **V3** — V2 plus
+  ``podEntries`` (``{"<podUID>":{"cpuSet":"0-3"}}``), checksum over ``(*state.CPUManagerCheckpoint){...
+  PodEntries:(state.PodCPUAssignments)map[uid:{CPUSet:(cpuset.CPUSet){elems:(map[int]struct {})map[0:{}
+  ...]}}] Checksum:(checksum.Checksum)0}``, a zero checksum not accepted — and reads V3, else V2/V1
+  migrated (a V2 file never verifies as V3: its dump lacks ``PodEntries``).
+* master (kubernetes#139102, merged before 2026-06-10) writes **V4** whatever the gate: the V2 fields at
+  the top (so 1.33 … 1.36 read it as V2, losing ``podEntries``) with their legacy V2 checksum, then
+  ``"data"``, the JSON of ``{policyName, defaultCpuSet, entries?, podEntries?}`` as a string, and
+  ``"dataChecksum"``, FNV-32a of ``(string)<data>``. It reads V4 (``dataChecksum`` authoritative, no
+  zero accepted); a V4 file that fails with ``data`` or ``dataChecksum`` set is refused with that error,
+  without falling back; otherwise V3, then V2/V1, migrated.
+
+Read: 1.36 ``state_checkpoint.go`` at kubernetes/kubernetes@008b3652959ca58af8be3fb5b6ecfe9ae7638282 and the
+V2/V3 ``checkpoint.go`` of the same line (weizhoublue/kubernetes@76a45e86d7f98a471664b6aeae3290d7b26e98da,
+master of 2026-05-14); V4's struct in kubernetes/enhancements@64765b4b KEP-5554 (``CPUManagerCheckpointV2
+`json:",inline"` ``, ``Data``, ``DataChecksum``); the data checksum's vector 657950972 in #137820's review;
+the V4 fallback rule in #139102's review (2026-05-26); "dual checksum, older kubelets verify the embedded
+V2 checksum" in KEP-5526 (kubernetes/enhancements@587f1f366). #139102's ``checkpoint.go`` itself was not
+readable here: the embedded checksum being the legacy V2 one rests on KEP-5526's text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubeletemu.checkpointmanager import fnv32a
+from kubeletemu.cpumanager.cpuset import CPUSet
+from kubeletemu.cpumanager.errors import CheckpointError, CorruptCheckpointError, CPUSetError
+from kubeletemu.cpumanager.policy_options import POD_LEVEL_RESOURCE_MANAGERS_GATE, merged_gates
+from kubeletemu.cpumanager.state.checkpoint import (
+    ContainerRefLookup,
+    CPUManagerCheckpoint,
+    CPUManagerCheckpointV1,
+    _decode_checksum,
+    _decode_document,
+    _decode_string,
+    _decode_string_map,
+    _field,
+    _go_json_object,
+    _go_json_string_map,
+    _go_string_key,
+    _spew_string_map,
+    _type_error,
+    go_json_string,
+    migrate_v1_to_v2,
+)
+from kubeletemu.versions.behaviours import step_at
+from kubeletemu.versions.version import MASTER
+
+CHECKPOINT_FORMAT = "cpumanager.checkpoint-format"
+
+V2 = "V2"
+V3 = "V3"
+V4 = "V4"
+
+_LEGACY_NAME = "CPUManagerCheckpoint"
+_V2_NAME = "CPUManagerCheckpointV2"
+_V3_NAME = "CPUManagerCheckpointV3"
+_V4_STRUCT = "CPUManagerCheckpoint"
+_DATA_STRUCT = "CPUManagerCheckpointData"
+
+
+@dataclass(frozen=True)
+class CPUCheckpointFormat:
+    """What the kubelet of one version, with ``PodLevelResourceManagers`` as given, writes and reads.
+
+    ``step``: how many of ``cpumanager.checkpoint-format``'s changes the version carries (0 = 1.33)."""
+
+    step: int = 0
+    pod_level_resource_managers: bool = False
+
+    @classmethod
+    def for_kubelet(
+        cls, kubelet_version: str = MASTER, feature_gates: Mapping[str, bool] | None = None
+    ) -> CPUCheckpointFormat:
+        gate = merged_gates(feature_gates)[POD_LEVEL_RESOURCE_MANAGERS_GATE]
+        return cls(step_at(CHECKPOINT_FORMAT, kubelet_version), gate)
+
+    @property
+    def writes(self) -> str:
+        if self.step >= 2:
+            return V4
+        if self.step == 1 and self.pod_level_resource_managers:
+            return V3
+        return V2
+
+
+@dataclass
+class CPUCheckpointContent:
+    """What a checkpoint holds, whatever its format: pod-level sets as their cpuset strings."""
+
+    policy_name: str = ""
+    default_cpu_set: str = ""
+    entries: dict[str, dict[str, str] | None] | None = field(default_factory=dict)
+    pod_entries: dict[str, str] | None = field(default_factory=dict)
+    # Which format it was read from (V1 files are migrated, so they read as "V1").
+    read_as: str = V2
+
+
+# -- go-spew dumps ---------------------------------------------------------------------------------
+
+
+def _entries_dump(entries: Mapping[str, Mapping[str, str] | None] | None) -> str:
+    if entries is None:
+        return "<nil>"
+    pods = sorted(entries, key=_go_string_key)
+    return "map[" + " ".join(f"{pod}:{_spew_string_map(entries[pod])}" for pod in pods) + "]"
+
+
+def _cpuset_dump(text: str) -> str:
+    """A ``cpuset.CPUSet`` value: its one unexported field, the ``map[int]struct{}`` of its CPUs."""
+    cpus = CPUSet.parse(text).list()
+    return "(cpuset.CPUSet){elems:(map[int]struct {})map[" + " ".join(f"{c}:{{}}" for c in cpus) + "]}"
+
+
+def _pod_entries_dump(pod_entries: Mapping[str, str] | None) -> str:
+    if pod_entries is None:
+        return "<nil>"
+    pods = sorted(pod_entries, key=_go_string_key)
+    return "map[" + " ".join(f"{p}:{{CPUSet:{_cpuset_dump(pod_entries[p])}}}" for p in pods) + "]"
+
+
+def spew_dump_v2(
+    policy_name: str,
+    default_cpu_set: str,
+    entries: Mapping[str, Mapping[str, str] | None] | None,
+    type_name: str = _LEGACY_NAME,
+) -> str:
+    return (
+        f"(*state.{type_name}){{PolicyName:(string){policy_name} DefaultCPUSet:(string){default_cpu_set} "
+        f"Entries:(map[string]map[string]string){_entries_dump(entries)} Checksum:(checksum.Checksum)0}}"
+    )
+
+
+def spew_dump_v3(content: CPUCheckpointContent, type_name: str = _LEGACY_NAME) -> str:
+    return (
+        f"(*state.{type_name}){{PolicyName:(string){content.policy_name} "
+        f"DefaultCPUSet:(string){content.default_cpu_set} "
+        f"Entries:(map[string]map[string]string){_entries_dump(content.entries)} "
+        f"PodEntries:(state.PodCPUAssignments){_pod_entries_dump(content.pod_entries)} "
+        "Checksum:(checksum.Checksum)0}"
+    )
+
+
+def _hash(dump: str) -> int:
+    return fnv32a(dump.encode("utf-8", "surrogatepass"))
+
+
+def data_checksum(data: str) -> int:
+    """``checksum.New(cp.Data)``: go-spew prints a string as ``(string)`` and its bytes, unquoted."""
+    return _hash("(string)" + data)
+
+
+# -- writing -------------------------------------------------------------------------------------------
+
+
+def _entries_json(entries: Mapping[str, Mapping[str, str] | None]) -> str:
+    pods = []
+    for pod in sorted(entries, key=_go_string_key):
+        containers = entries[pod]
+        pods.append((pod, "null" if containers is None else _go_json_string_map(containers)))
+    return _go_json_object(pods)
+
+
+def _pod_entries_json(pod_entries: Mapping[str, str]) -> str:
+    # PodEntry.MarshalJSON: {"cpuSet": "<list>"}, the string omitted when empty.
+    items = []
+    for pod in sorted(pod_entries, key=_go_string_key):
+        text = pod_entries[pod]
+        items.append((pod, _go_json_object([("cpuSet", go_json_string(text))] if text else [])))
+    return _go_json_object(items)
+
+
+def _content_items(content: CPUCheckpointContent, with_pods: bool) -> list[tuple[str, str]]:
+    items = [
+        ("policyName", go_json_string(content.policy_name)),
+        ("defaultCpuSet", go_json_string(content.default_cpu_set)),
+    ]
+    if content.entries:
+        items.append(("entries", _entries_json(content.entries)))
+    if with_pods and content.pod_entries:
+        items.append(("podEntries", _pod_entries_json(content.pod_entries)))
+    return items
+
+
+def marshal_v3(content: CPUCheckpointContent) -> bytes:
+    """1.36 with ``PodLevelResourceManagers``: V2's fields, ``podEntries``, then the checksum."""
+    items = _content_items(content, with_pods=True)
+    items.append(("checksum", str(_hash(spew_dump_v3(content)))))
+    return _go_json_object(items).encode("utf-8")
+
+
+def marshal_v4(content: CPUCheckpointContent) -> bytes:
+    """master: the embedded V2 (its legacy checksum), then ``data`` and ``dataChecksum``."""
+    data = _go_json_object(_content_items(content, with_pods=True))
+    items = _content_items(content, with_pods=False)
+    v2 = spew_dump_v2(content.policy_name, content.default_cpu_set, content.entries)
+    items.append(("checksum", str(_hash(v2))))
+    items.append(("data", go_json_string(data)))
+    items.append(("dataChecksum", str(data_checksum(data))))
+    return _go_json_object(items).encode("utf-8")
+
+
+def marshal(content: CPUCheckpointContent, fmt: CPUCheckpointFormat) -> bytes:
+    """The file the kubelet of ``fmt`` writes for ``content``."""
+    written = fmt.writes
+    if written == V4:
+        return marshal_v4(content)
+    if written == V3:
+        return marshal_v3(content)
+    return CPUManagerCheckpoint(content.policy_name, content.default_cpu_set, content.entries).marshal()
+
+
+# -- reading -------------------------------------------------------------------------------------------
+
+
+def _decode_entries(doc: Mapping[str, Any], struct: str) -> dict[str, dict[str, str] | None] | None:
+    entries: dict[str, dict[str, str] | None] | None = {}
+    found, raw = _field(doc, "entries")
+    if found:
+        if raw is None:
+            return None
+        if not isinstance(raw, dict):
+            raise _type_error(raw, struct, "entries", "map[string]map[string]string")
+        entries = {pod: _decode_string_map(c, struct, "entries") for pod, c in raw.items()}
+    return entries
+
+
+def _decode_pod_entries(doc: Mapping[str, Any], struct: str) -> dict[str, str] | None:
+    """``PodCPUAssignments`` via ``PodEntry.UnmarshalJSON`` (each ``cpuSet`` parsed as a cpuset). The
+    kubelet's text for an unparsable one was not read; this one names the pod and the parser's reason."""
+    found, raw = _field(doc, "podEntries")
+    if not found:
+        return {}
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise _type_error(raw, struct, "podEntries", "state.PodCPUAssignments")
+    out: dict[str, str] = {}
+    for pod, entry in raw.items():
+        if entry is None:
+            out[pod] = ""
+            continue
+        if not isinstance(entry, dict):
+            raise _type_error(entry, struct, "podEntries", "state.PodEntry")
+        _, text = _field(entry, "cpuSet")
+        if text is not None and not isinstance(text, str):
+            raise _type_error(text, "podEntryJSON", "cpuSet", "string")
+        try:
+            out[pod] = str(CPUSet.parse(text or ""))
+        except CPUSetError as err:
+            raise CheckpointError(f"podEntries[{pod}].cpuSet {text!r}: {err}") from None
+    return out
+
+
+def _unmarshal_v3(blob: bytes) -> tuple[CPUCheckpointContent, int]:
+    doc = _decode_document(blob, _V3_NAME)
+    content = CPUCheckpointContent(
+        policy_name=_decode_string(doc, "policyName", _V3_NAME),
+        default_cpu_set=_decode_string(doc, "defaultCpuSet", _V3_NAME),
+        entries=_decode_entries(doc, _V3_NAME),
+        pod_entries=_decode_pod_entries(doc, _V3_NAME),
+        read_as=V3,
+    )
+    return content, _decode_checksum(doc, _V3_NAME)
+
+
+def load_v3(blob: bytes, names: tuple[str, ...]) -> CPUCheckpointContent:
+    """V3 unmarshal + ``VerifyChecksum``: the dump under each of ``names`` in turn; 0 is no exception."""
+    content, checksum = _unmarshal_v3(blob)
+    if not any(checksum == _hash(spew_dump_v3(content, name)) for name in names):
+        raise CorruptCheckpointError()
+    return content
+
+
+def _v2_verifies(checkpoint: CPUManagerCheckpoint, names: tuple[str, ...]) -> bool:
+    if checkpoint.checksum == 0:
+        return True
+    dumps = (
+        spew_dump_v2(checkpoint.policy_name, checkpoint.default_cpu_set, checkpoint.entries, n) for n in names
+    )
+    return any(checkpoint.checksum == _hash(d) for d in dumps)
+
+
+def load_v2_chain(blob: bytes, lookup: ContainerRefLookup, names: tuple[str, ...]) -> CPUCheckpointContent:
+    """``loadAndMigrateCheckpointV2``: V2 (checksum under ``names``), else V1 migrated, else V1's error."""
+    try:
+        v2 = CPUManagerCheckpoint.unmarshal(blob)
+        if not _v2_verifies(v2, names):
+            raise CorruptCheckpointError()
+        return CPUCheckpointContent(v2.policy_name, v2.default_cpu_set, v2.entries, {}, V2)
+    except CheckpointError:
+        pass
+    v1 = CPUManagerCheckpointV1.unmarshal(blob)
+    v1.verify_checksum()
+    migrated = migrate_v1_to_v2(v1, lookup)
+    return CPUCheckpointContent(migrated.policy_name, migrated.default_cpu_set, migrated.entries, {}, "V1")
+
+
+@dataclass
+class _V4File:
+    data: str
+    data_checksum: int
+
+
+def _unmarshal_v4(blob: bytes) -> tuple[_V4File, CPUCheckpointContent]:
+    """``UnmarshalCheckpoint`` of V4: the outer struct, then ``data`` into ``CPUManagerCheckpointData``.
+    Returns the outer fields even when ``data`` does not parse (the caller needs them to decide whether
+    to fall back), raising only after they are known."""
+    doc = _decode_document(blob, _V4_STRUCT)
+    found, raw = _field(doc, "dataChecksum")
+    outer = _V4File(
+        _decode_string(doc, "data", _V4_STRUCT),
+        _decode_checksum({"checksum": raw} if found else {}, _V4_STRUCT),
+    )
+    try:
+        if not outer.data:
+            raise CheckpointError("unexpected end of JSON input")
+        inner = _decode_document(outer.data.encode("utf-8", "surrogatepass"), _DATA_STRUCT)
+        content = CPUCheckpointContent(
+            policy_name=_decode_string(inner, "policyName", _DATA_STRUCT),
+            default_cpu_set=_decode_string(inner, "defaultCpuSet", _DATA_STRUCT),
+            entries=_decode_entries(inner, _DATA_STRUCT),
+            pod_entries=_decode_pod_entries(inner, _DATA_STRUCT),
+            read_as=V4,
+        )
+    except CheckpointError as err:
+        raise _V4Error(outer, f"failed to deserialize cpu manager checkpoint data: {err}") from None
+    return outer, content
+
+
+class _V4Error(CheckpointError):
+    def __init__(self, outer: _V4File, text: str) -> None:
+        super().__init__(text)
+        self.outer = outer
+
+
+def load(
+    blob: bytes, fmt: CPUCheckpointFormat, lookup: ContainerRefLookup | None = None
+) -> CPUCheckpointContent:
+    """Read a checkpoint as the kubelet of ``fmt`` does (``restoreState``'s loading and migration).
+
+    Raises ``CheckpointError`` with the text the kubelet would wrap in "could not restore state ..."."""
+    find: ContainerRefLookup = lookup or (lambda _cid: None)
+    if fmt.step == 0:
+        return load_v2_chain(blob, find, (_LEGACY_NAME,))
+    if fmt.step == 1:
+        if not fmt.pod_level_resource_managers:
+            return load_v2_chain(blob, find, (_V2_NAME, _LEGACY_NAME))
+        try:
+            return load_v3(blob, (_LEGACY_NAME,))
+        except CheckpointError:
+            return load_v2_chain(blob, find, (_LEGACY_NAME,))
+    # master: loadAndMigrateCheckpointV4. V2 is verified as 1.36 does (the gate picks the names).
+    v2_names = (_LEGACY_NAME,) if fmt.pod_level_resource_managers else (_V2_NAME, _LEGACY_NAME)
+    try:
+        outer, content = _unmarshal_v4(blob)
+    except _V4Error as err:
+        if err.outer.data or err.outer.data_checksum:
+            raise
+    except CheckpointError:
+        pass  # not even the outer struct parses: no V4 data, fall back
+    else:
+        if outer.data_checksum == data_checksum(outer.data):
+            return content
+        # A V4 file whose data does not match: refused, no fallback (kubernetes#139102).
+        raise CorruptCheckpointError()
+    try:
+        return load_v3(blob, (_V3_NAME, _LEGACY_NAME))
+    except CheckpointError:
+        return load_v2_chain(blob, find, v2_names)

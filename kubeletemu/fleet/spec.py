@@ -1,0 +1,877 @@
+"""A fleet what-if described in one YAML file (``kind: Fleet``), for ``kubeletemu fleet -f``.
+
+```yaml
+apiVersion: kubeletemu.io/v1alpha1
+kind: Fleet
+seed: 1                          # the default of matrix.seeds
+nodeGroups:                      # every node is a real NodeEmulator
+- name: worker                   # nodes are worker-000, worker-001, ...
+  count: 50
+  topology:                      # as in a Simulation: synthetic / capture / host
+    synthetic: {sockets: 2, coresPerSocket: 20, threadsPerCore: 2, nodesPerSocket: 1, memoryGiBPerNode: 93}
+  config: [kubelet-config.yaml]  # KubeletConfiguration (+ EmulatorConfiguration) files
+  labels: {node.koordinator.sh/numa-topology-policy: SingleNUMANode}   # the Node object's labels
+  kubeletVersion: "1.33"         # optional: wins over the files' kubeletVersion
+exporter:                        # one per node, publishing the node's NRT (kubeletemu nrt)
+  period: 60s                    # RTE/nfd-topology-updater sleep-interval; 0: no ticker
+  jitter: 5s                     # each wait is period + uniform [0, jitter)
+  onChange: {delay: 1s}          # optional: also publish this long after the node changes (RTE --notify-file)
+  fingerprintMethod: with-exclusive-resources   # RTE's default; nfd-topology-updater's is all
+schedulers:                      # the setups to compare, by name
+- name: default                  # the NUMA-blind default scheduler
+  model: default
+- name: topology-aware           # any plugin of kubeletemu.scheduler.profile.MODELS with its args
+  model: NodeResourceTopologyMatch
+  args: {scoringStrategy: {type: LeastAllocated}, cacheResyncPeriodSeconds: 5}
+- name: koordinator
+  config: kube-scheduler.yaml    # a KubeSchedulerConfiguration file (or inline, as a mapping)
+  profile: koord-scheduler       # which profile (default: the first)
+- name: exact                    # each node's WouldAdmit: the best any predictor could do
+  model: exact
+workload:
+  templates:                     # or trace: FILE (Pod manifests annotated with arrival times)
+  - weight: 3
+    pod: {metadata: {name: web}, spec: {containers: [{name: c, resources: {limits: {cpu: "4"}}}]}}
+  rate: 2                        # Poisson arrivals per second
+  total: 400
+  lifetime: {exponential: 120s}  # or {fixed: 60s}, {uniform: [30s, 90s]}; absent: pods run to the end
+  recreateBackoff: 1s            # a pod the kubelet rejects is re-created by its controller this much later
+  drain: 300s                    # after the last arrival, how long pending pods may still retry
+matrix:                          # each axis optional
+  schedulers: [default, topology-aware, exact]   # default: every scheduler
+  caches: [passthrough, overreserve]   # NodeResourceTopologyMatch only: overrides its args
+  resyncPeriods: [5s]            # overreserve only (whole seconds)
+  exporterPeriods: [10s]         # schedulers that read NRTs only
+  seeds: [1]
+```
+
+A trace file holds Pod manifests, each annotated ``fleet.kubeletemu.io/arrival`` (seconds or a duration,
+from the start) and optionally ``fleet.kubeletemu.io/lifetime``. Relative paths are taken from the
+file's directory.
+
+:meth:`FleetSpec.configurations` expands the matrix: scheduler × cache × resync period × exporter period ×
+seed, an axis that does not apply to a scheduler collapsing for it (the default scheduler and ``exact``
+read no NRT; only NodeResourceTopologyMatch has caches; only overreserve resyncs). Each
+:class:`ConfigurationSpec` carries everything a worker process needs (texts, not open files or
+emulators) and is named by its own parameters, so its result does not depend on the matrix's order.
+
+Any problem is a :class:`FleetError` naming the file, the field and the reason, raised before anything
+runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kubeletemu.config import Config, ConfigError, load_config, parse_config
+from kubeletemu.config import fields as read
+from kubeletemu.config.emulator_config import parse_duration
+from kubeletemu.config.loader import check_feature_gates
+from kubeletemu.manifest import ManifestError, parse_pods, pod_from_manifest
+from kubeletemu.scheduler.live import FLAVOUR_KOORDLET, FLAVOUR_RTE
+from kubeletemu.scheduler.objects import ObjectError
+from kubeletemu.scheduler.profile import MODELS, Profile, default_profile, parse_profiles
+from kubeletemu.simulate.errors import SimulationError
+from kubeletemu.simulate.topology import TopologySource, synthetic_shape
+from kubeletemu.versions.version import parse_version
+
+API_VERSION = "kubeletemu.io/v1alpha1"
+KIND = "Fleet"
+EXACT = "exact"
+DEFAULT = "default"
+NRT_MATCH = "NodeResourceTopologyMatch"
+KOORDINATOR_PLUGINS = ("NodeNUMAResource", "NodeNUMAResourceDesign")
+PASSTHROUGH, OVERRESERVE, DISCARDRESERVED = "passthrough", "overreserve", "discardreserved"
+CACHES = (PASSTHROUGH, OVERRESERVE, DISCARDRESERVED)
+FINGERPRINT_METHODS = ("with-exclusive-resources", "all")
+ARRIVAL_ANNOTATION = "fleet.kubeletemu.io/arrival"
+LIFETIME_ANNOTATION = "fleet.kubeletemu.io/lifetime"
+
+_TOP_KEYS = ("apiVersion", "kind", "seed", "nodeGroups", "exporter", "schedulers", "workload", "matrix")
+_GROUP_KEYS = ("name", "count", "topology", "config", "labels", "kubeletVersion")
+_EXPORTER_KEYS = ("period", "jitter", "onChange", "fingerprintMethod")
+_SCHEDULER_KEYS = ("name", "model", "args", "config", "profile")
+_WORKLOAD_KEYS = ("templates", "trace", "rate", "total", "lifetime", "recreateBackoff", "drain")
+_MATRIX_KEYS = ("schedulers", "caches", "resyncPeriods", "exporterPeriods", "seeds")
+_SYNTHETIC_KEYS = {
+    "sockets": "sockets",
+    "coresPerSocket": "cores_per_socket",
+    "threadsPerCore": "threads_per_core",
+    "nodesPerSocket": "nodes_per_socket",
+    "memoryGiBPerNode": "memory_gib_per_node",
+    "hugepages2MiPerNode": "hugepages_2mi_per_node",
+    "hugepages1GiPerNode": "hugepages_1gi_per_node",
+}
+# A plugin enabled on top of the default resource plugins, as scheduler.catalog writes its setups.
+_PLUGIN_TEMPLATE = {
+    "apiVersion": "kubescheduler.config.k8s.io/v1",
+    "kind": "KubeSchedulerConfiguration",
+}
+
+
+class FleetError(ValueError):
+    """A Fleet file that cannot run: ``file: field: reason``."""
+
+
+@dataclass(frozen=True)
+class _Where:
+    source: str
+
+    def error(self, path: str, problem: str) -> FleetError:
+        return FleetError(f"{self.source}: {path}: {problem}" if path else f"{self.source}: {problem}")
+
+
+# ---- what a worker receives ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NodeGroupSpec:
+    name: str
+    count: int
+    topology: TopologySource
+    # The configuration files' texts joined as one multi-document text (read and validated at parse time).
+    config_text: str
+    config_source: str
+    kubelet_version: str | None
+    labels: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class ExporterSpec:
+    period_s: float
+    jitter_s: float = 0.0
+    on_change_delay_s: float | None = None
+    fingerprint_method: str = "with-exclusive-resources"
+
+
+@dataclass(frozen=True)
+class Lifetime:
+    """``kind`` fixed (a), exponential (mean a), uniform [a, b]; ``forever`` runs to the end."""
+
+    kind: str = "forever"
+    a: float = 0.0
+    b: float = 0.0
+
+
+@dataclass(frozen=True)
+class Template:
+    name: str
+    weight: float
+    manifest: str  # the Pod manifest as JSON text
+
+
+@dataclass(frozen=True)
+class TraceEntry:
+    at: float
+    lifetime: float | None
+    manifest: str
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    templates: tuple[Template, ...] = ()
+    rate: float = 0.0
+    total: int = 0
+    lifetime: Lifetime = field(default_factory=Lifetime)
+    trace: tuple[TraceEntry, ...] = ()
+    recreate_backoff_s: float = 1.0
+    drain_s: float = 300.0
+
+    @property
+    def pods(self) -> int:
+        return len(self.trace) if self.trace else self.total
+
+
+@dataclass(frozen=True)
+class ConfigurationSpec:
+    """One point of the matrix, self-contained and picklable."""
+
+    name: str
+    scheduler: str
+    kind: str  # "profile" or "exact"
+    # The KubeSchedulerConfiguration text ("" for the default profile) and the profile's schedulerName.
+    scheduler_config: str
+    profile: str | None
+    flavour: str
+    cache: str | None
+    resync_period_s: float | None
+    exporter: ExporterSpec | None
+    node_groups: tuple[NodeGroupSpec, ...]
+    workload: WorkloadSpec
+    seed: int
+    source: str = "<fleet>"
+    percentage_of_nodes_to_score: int = 0
+
+    def build_profile(self) -> Profile:
+        if self.kind == EXACT or not self.scheduler_config:
+            return default_profile()
+        profiles = parse_profiles(self.scheduler_config, f"{self.source}: scheduler {self.scheduler}")
+        return profiles[self.profile] if self.profile else next(iter(profiles.values()))
+
+    def nrt_match_args(self) -> Mapping[str, Any] | None:
+        """The profile's NodeResourceTopologyMatch pluginConfig args (None: the plugin is not enabled)."""
+        if self.kind == EXACT or not self.scheduler_config:
+            return None
+        doc = yaml.safe_load(self.scheduler_config)
+        for profile in doc.get("profiles") or [{}]:
+            if self.profile is not None and profile.get("schedulerName") != self.profile:
+                continue
+            if NRT_MATCH not in _enabled_plugins(profile):
+                return None
+            for entry in profile.get("pluginConfig") or []:
+                if entry.get("name") == NRT_MATCH:
+                    args: Mapping[str, Any] = entry.get("args") or {}
+                    return args
+            return {}
+        return None
+
+
+@dataclass(frozen=True)
+class _Scheduler:
+    name: str
+    kind: str
+    config: Mapping[str, Any] | None  # the KubeSchedulerConfiguration document; None: default profile
+    profile: str | None
+
+
+@dataclass(frozen=True)
+class _Matrix:
+    schedulers: tuple[str, ...]
+    caches: tuple[str, ...]
+    resync_periods: tuple[float, ...]
+    exporter_periods: tuple[float, ...]
+    seeds: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class FleetSpec:
+    source: str
+    node_groups: tuple[NodeGroupSpec, ...]
+    exporter: ExporterSpec
+    schedulers: tuple[_Scheduler, ...]
+    workload: WorkloadSpec
+    matrix: _Matrix
+
+    def configurations(self) -> list[ConfigurationSpec]:
+        """The matrix, expanded in the order of its axes; every configuration validated."""
+        out: list[ConfigurationSpec] = []
+        seen: set[str] = set()
+        by_name = {s.name: s for s in self.schedulers}
+        for scheduler_name in self.matrix.schedulers:
+            scheduler = by_name[scheduler_name]
+            for cache in self.matrix.caches or (None,):
+                for resync in self.matrix.resync_periods or (None,):
+                    for period in self.matrix.exporter_periods:
+                        for seed in self.matrix.seeds:
+                            config = self._configuration(scheduler, cache, resync, period, seed)
+                            if config.name not in seen:
+                                seen.add(config.name)
+                                out.append(config)
+        return out
+
+    def _configuration(
+        self, scheduler: _Scheduler, cache: str | None, resync: float | None, period: float, seed: int
+    ) -> ConfigurationSpec:
+        where = _Where(self.source)
+        if scheduler.kind == EXACT:
+            return ConfigurationSpec(
+                name=f"{scheduler.name}/seed={seed}", scheduler=scheduler.name, kind=EXACT,
+                scheduler_config="", profile=None, flavour=FLAVOUR_RTE, cache=None, resync_period_s=None,
+                exporter=None, node_groups=self.node_groups, workload=self.workload, seed=seed,
+                source=self.source,
+            )  # fmt: skip
+        document = dict(scheduler.config) if scheduler.config is not None else None
+        plugins = _profile_plugins(document, scheduler.profile)
+        reads_nrt = any(p in plugins for p in (NRT_MATCH, *KOORDINATOR_PLUGINS))
+        flavour = FLAVOUR_KOORDLET if any(p in plugins for p in KOORDINATOR_PLUGINS) else FLAVOUR_RTE
+        cache_kind: str | None = None
+        resync_s: float | None = None
+        if document is not None and NRT_MATCH in plugins:
+            args = dict(_nrt_args(document, scheduler.profile))
+            if cache is not None:
+                args.pop("discardReservedNodes", None)
+                args.pop("cacheResyncPeriodSeconds", None)
+                if cache == DISCARDRESERVED:
+                    args["discardReservedNodes"] = True
+                elif cache == OVERRESERVE:
+                    configured = _cache_of(_nrt_args(document, scheduler.profile))[1]
+                    args["cacheResyncPeriodSeconds"] = int(resync if resync is not None else configured or 5)
+                document = _with_nrt_args(document, scheduler.profile, args)
+            cache_kind, period_arg = _cache_of(args)
+            resync_s = float(period_arg) if cache_kind == OVERRESERVE else None
+        text = yaml.safe_dump(document, sort_keys=False) if document is not None else ""
+        parts = [scheduler.name]
+        if cache_kind is not None:
+            parts.append(cache_kind)
+        if resync_s is not None:
+            parts.append(f"resync={_seconds(resync_s)}")
+        exporter = None
+        if reads_nrt:
+            exporter = ExporterSpec(
+                period, self.exporter.jitter_s, self.exporter.on_change_delay_s,
+                self.exporter.fingerprint_method,
+            )  # fmt: skip
+            parts.append(f"exporter={_seconds(period)}")
+        parts.append(f"seed={seed}")
+        config = ConfigurationSpec(
+            name="/".join(parts), scheduler=scheduler.name, kind="profile", scheduler_config=text,
+            profile=scheduler.profile, flavour=flavour, cache=cache_kind, resync_period_s=resync_s,
+            exporter=exporter, node_groups=self.node_groups, workload=self.workload, seed=seed,
+            source=self.source,
+            percentage_of_nodes_to_score=_percentage(where, scheduler.name, document),
+        )  # fmt: skip
+        try:
+            config.build_profile()
+            if cache_kind is not None:
+                from kubeletemu.scheduler.nrtcache import parse_cache_args
+
+                parse_cache_args(
+                    config.nrt_match_args(), read.Where(f"{self.source}: scheduler {scheduler.name}")
+                )
+        except (ConfigError, ObjectError, KeyError) as err:
+            raise where.error(f"schedulers[{scheduler.name}]", str(err)) from None
+        return config
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g}s"
+
+
+def _enabled_plugins(profile: Mapping[str, Any]) -> set[str]:
+    names: set[str] = set()
+    for point in ("multiPoint", "filter", "score"):
+        section = (profile.get("plugins") or {}).get(point) or {}
+        names.update(str(p.get("name")) for p in section.get("enabled") or [] if isinstance(p, Mapping))
+    return names
+
+
+def _select_profile(document: Mapping[str, Any], profile: str | None) -> Mapping[str, Any]:
+    profiles = document.get("profiles") or [{}]
+    for item in profiles:
+        if profile is None or item.get("schedulerName", "default-scheduler") == profile:
+            return dict(item)
+    return {}
+
+
+def _profile_plugins(document: Mapping[str, Any] | None, profile: str | None) -> set[str]:
+    return set() if document is None else _enabled_plugins(_select_profile(document, profile))
+
+
+def _nrt_args(document: Mapping[str, Any], profile: str | None) -> Mapping[str, Any]:
+    for entry in _select_profile(document, profile).get("pluginConfig") or []:
+        if isinstance(entry, Mapping) and entry.get("name") == NRT_MATCH:
+            args = entry.get("args") or {}
+            return args if isinstance(args, Mapping) else {}
+    return {}
+
+
+def _with_nrt_args(
+    document: Mapping[str, Any], profile: str | None, args: Mapping[str, Any]
+) -> dict[str, Any]:
+    """A copy of the configuration whose (selected) profile has ``args`` for NodeResourceTopologyMatch."""
+    copy: dict[str, Any] = json.loads(json.dumps(document))
+    profiles = copy.setdefault("profiles", [{}]) or [{}]
+    copy["profiles"] = profiles
+    for item in profiles:
+        if profile is not None and item.get("schedulerName", "default-scheduler") != profile:
+            continue
+        entries = item.setdefault("pluginConfig", [])
+        for entry in entries:
+            if entry.get("name") == NRT_MATCH:
+                entry["args"] = dict(args)
+                break
+        else:
+            entries.append({"name": NRT_MATCH, "args": dict(args)})
+        break
+    return copy
+
+
+def _cache_of(args: Mapping[str, Any]) -> tuple[str, int]:
+    """Which cache the plugin's args select (scheduler-plugins ``pluginhelpers.go``), and the period."""
+    if args.get("discardReservedNodes") is True:
+        return DISCARDRESERVED, 0
+    period = args.get("cacheResyncPeriodSeconds", 0)
+    period = period if isinstance(period, int) and not isinstance(period, bool) else 0
+    return (OVERRESERVE, period) if period > 0 else (PASSTHROUGH, 0)
+
+
+def _percentage(where: _Where, name: str, document: Mapping[str, Any] | None) -> int:
+    if document is None:
+        return 0
+    value = document.get("percentageOfNodesToScore", 0) or 0
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 100:
+        raise where.error(
+            f"schedulers[{name}].config.percentageOfNodesToScore", f"expected 0..100, got {value!r}"
+        )
+    return value
+
+
+def group_config(group: NodeGroupSpec) -> Config:
+    """The group's kubelet configuration (its ``kubeletVersion`` winning over the files')."""
+    config = parse_config(group.config_text, group.config_source) if group.config_text.strip() else Config()
+    if group.kubelet_version is not None:
+        config = dataclasses.replace(
+            config, emulator=dataclasses.replace(config.emulator, kubelet_version=group.kubelet_version)
+        )
+        check_feature_gates(config)
+    return config
+
+
+# ---- parsing -------------------------------------------------------------------------------------------
+
+
+def load_fleet(path: str | os.PathLike[str]) -> FleetSpec:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as err:
+        raise FleetError(f"{path}: cannot read: {err.strerror or err}") from None
+    except UnicodeDecodeError as err:
+        raise FleetError(f"{path}: not UTF-8 text: {err.reason} at byte {err.start}") from None
+    return parse_fleet(text, str(path), Path(path).parent)
+
+
+def parse_fleet(text: str, source: str = "<fleet>", base_dir: str | os.PathLike[str] = ".") -> FleetSpec:
+    where = _Where(source)
+    try:
+        documents = [d for d in read.yaml_documents(text) if d is not None]
+    except read.YAMLSyntaxError as err:
+        raise FleetError(f"{source}: invalid YAML: {err}") from None
+    if len(documents) != 1:
+        raise where.error("", f"expected one {KIND} document, got {len(documents)}")
+    doc = read.mapping(where, "", documents[0])
+    if doc.get("kind") != KIND:
+        raise where.error("kind", f"expected {KIND}, got {doc.get('kind')!r}")
+    if doc.get("apiVersion") != API_VERSION:
+        raise where.error("apiVersion", f"expected {API_VERSION}, got {doc.get('apiVersion')!r}")
+    _known(where, "", doc, _TOP_KEYS)
+    base = Path(base_dir)
+    seed = read.integer(where, "seed", doc.get("seed", 1))
+    groups = _node_groups(where, base, doc.get("nodeGroups"))
+    exporter = _exporter(where, doc.get("exporter"))
+    schedulers = _schedulers(where, base, doc.get("schedulers"))
+    workload = _workload(where, base, doc.get("workload"))
+    matrix = _matrix(where, doc.get("matrix"), schedulers, exporter, seed)
+    spec = FleetSpec(source, groups, exporter, schedulers, workload, matrix)
+    spec.configurations()  # every configuration's scheduler is built once here: bad input fails now
+    return spec
+
+
+def _known(where: _Where, path: str, mapping: Mapping[str, Any], keys: Sequence[str]) -> None:
+    unknown = sorted(set(mapping) - set(keys))
+    if unknown:
+        prefix = f"{path}." if path else ""
+        raise where.error(f"{prefix}{unknown[0]}", f"unknown field: expected one of {', '.join(keys)}")
+
+
+def _resolve(base: Path, value: str) -> str:
+    return value if os.path.isabs(value) else str(base / value)
+
+
+def duration(where: _Where, path: str, value: Any, *, allow_zero: bool = True) -> float:
+    """Seconds from a number or a Go duration (``10s``, ``1m30s``, ``500ms``); never negative."""
+    if isinstance(value, bool) or value is None:
+        raise where.error(path, f"expected a duration (e.g. 10s) or seconds, got {value!r}")
+    if isinstance(value, int | float):
+        seconds = float(value)
+    else:
+        text = read.string(where, path, value)
+        try:
+            seconds = parse_duration(text)
+        except ValueError as err:
+            raise where.error(path, str(err)) from None
+    if not math.isfinite(seconds) or seconds < 0 or (seconds == 0 and not allow_zero):
+        raise where.error(path, f"must be {'at least 0' if allow_zero else 'positive'}, got {value!r}")
+    return seconds
+
+
+def _positive_int(where: _Where, path: str, value: Any) -> int:
+    number = read.integer(where, path, value)
+    if number < 1:
+        raise where.error(path, f"must be at least 1, got {number}")
+    return number
+
+
+def _node_groups(where: _Where, base: Path, raw: Any) -> tuple[NodeGroupSpec, ...]:
+    items = read.sequence(where, "nodeGroups", raw)
+    if not items:
+        raise where.error("nodeGroups", "expected at least one node group")
+    groups: list[NodeGroupSpec] = []
+    names: set[str] = set()
+    for index, item in enumerate(items):
+        path = f"nodeGroups[{index}]"
+        group = read.mapping(where, path, item)
+        _known(where, path, group, _GROUP_KEYS)
+        name = read.string(where, f"{path}.name", group.get("name", f"group{index}"))
+        if not name or not all((c.isalnum() and c.islower()) or c.isdigit() or c == "-" for c in name):
+            raise where.error(f"{path}.name", f"{name!r}: expected lowercase letters, digits and '-'")
+        if name in names:
+            raise where.error(f"{path}.name", f"duplicate node group {name!r}")
+        names.add(name)
+        count = _positive_int(where, f"{path}.count", group.get("count", 1))
+        topology = _topology(where, base, f"{path}.topology", group.get("topology"))
+        raw_config = group.get("config")
+        if isinstance(raw_config, Mapping):  # one inline KubeletConfiguration (or EmulatorConfiguration)
+            files = []
+            texts = [yaml.safe_dump(json.loads(json.dumps(raw_config)), sort_keys=False)]
+            config_source = f"{where.source}: {path}.config"
+        else:
+            listed = (
+                [raw_config]
+                if isinstance(raw_config, str)
+                else read.sequence(where, f"{path}.config", raw_config)
+            )
+            files = [
+                _resolve(base, read.string(where, f"{path}.config[{i}]", p)) for i, p in enumerate(listed)
+            ]
+            texts = []
+            for file in files:
+                try:
+                    texts.append(Path(file).read_text(encoding="utf-8"))
+                except (OSError, UnicodeDecodeError) as err:
+                    raise where.error(f"{path}.config", f"{file}: cannot read: {err}") from None
+            config_source = ", ".join(files) or "<defaults>"
+        version: str | None = None
+        if group.get("kubeletVersion") is not None:
+            try:
+                version = parse_version(
+                    read.scalar_text(where, f"{path}.kubeletVersion", group["kubeletVersion"])
+                )
+            except ValueError as err:
+                raise where.error(f"{path}.kubeletVersion", str(err)) from None
+        labels = read.string_map(where, f"{path}.labels", group.get("labels"))
+        spec = NodeGroupSpec(
+            name,
+            count,
+            topology,
+            "\n---\n".join(texts),
+            config_source,
+            version,
+            tuple(sorted(labels.items())),
+        )
+        try:
+            if files:
+                load_config(files, version)  # the files' own names in any error
+            group_config(spec)
+        except ConfigError as err:
+            raise where.error(f"{path}.config", str(err)) from None
+        groups.append(spec)
+    return tuple(groups)
+
+
+def _topology(where: _Where, base: Path, path: str, raw: Any) -> TopologySource:
+    """As a Simulation's ``topology`` (:mod:`kubeletemu.simulate.spec`); probed here once to fail early."""
+    topology = read.mapping(where, path, raw)
+    if not topology:
+        source = TopologySource.host()
+    elif len(topology) != 1:
+        raise where.error(path, "expected exactly one of host, capture, synthetic")
+    else:
+        ((kind, body),) = topology.items()
+        values = read.mapping(where, f"{path}.{kind}", body)
+        if kind == "host":
+            source = TopologySource.host(
+                read.string(where, f"{path}.host.sysfsRoot", values.get("sysfsRoot", "/sys")),
+                read.string(where, f"{path}.host.procfsRoot", values.get("procfsRoot", "/proc")),
+            )
+        elif kind == "capture":
+            if "archive" in values:
+                source = TopologySource.capture_archive(
+                    _resolve(base, read.string(where, f"{path}.capture.archive", values["archive"]))
+                )
+            elif "sysfsRoot" in values:
+                sysfs = _resolve(base, read.string(where, f"{path}.capture.sysfsRoot", values["sysfsRoot"]))
+                procfs = values.get("procfsRoot")
+                proc = (
+                    _resolve(base, read.string(where, f"{path}.capture.procfsRoot", procfs))
+                    if procfs
+                    else None
+                )
+                source = TopologySource.capture_dirs(sysfs, proc or str(Path(sysfs).parent / "proc"))
+            else:
+                raise where.error(f"{path}.capture", "expected archive, or sysfsRoot (and procfsRoot)")
+        elif kind == "synthetic":
+            shape: dict[str, int] = {}
+            for key, value in values.items():
+                if key not in _SYNTHETIC_KEYS:
+                    raise where.error(
+                        f"{path}.synthetic.{key}",
+                        f"unknown field: expected one of {', '.join(_SYNTHETIC_KEYS)}",
+                    )
+                shape[_SYNTHETIC_KEYS[key]] = read.integer(where, f"{path}.synthetic.{key}", value)
+            try:
+                source = TopologySource.synthetic_host(synthetic_shape(**shape))
+            except SimulationError as err:
+                raise where.error(
+                    f"{path}.synthetic", str(err).removeprefix("synthetic topology: ")
+                ) from None
+        else:
+            raise where.error(path, f"unknown source {kind!r}: expected host, capture or synthetic")
+    try:
+        source.machine()
+    except SimulationError as err:
+        raise where.error(path, str(err)) from None
+    return source
+
+
+def _exporter(where: _Where, raw: Any) -> ExporterSpec:
+    exporter = read.mapping(where, "exporter", raw)
+    _known(where, "exporter", exporter, _EXPORTER_KEYS)
+    period = duration(where, "exporter.period", exporter.get("period", "60s"))
+    jitter = duration(where, "exporter.jitter", exporter.get("jitter", 0))
+    delay: float | None = None
+    if exporter.get("onChange") is not None:
+        on_change = read.mapping(where, "exporter.onChange", exporter["onChange"])
+        _known(where, "exporter.onChange", on_change, ("delay",))
+        delay = duration(where, "exporter.onChange.delay", on_change.get("delay", "1s"))
+    if period == 0 and delay is None:
+        raise where.error("exporter", "period 0 (no ticker) needs onChange, or no NRT is ever refreshed")
+    method = read.string(
+        where, "exporter.fingerprintMethod", exporter.get("fingerprintMethod", FINGERPRINT_METHODS[0])
+    )
+    if method not in FINGERPRINT_METHODS:
+        raise where.error(
+            "exporter.fingerprintMethod", f"{method!r}: expected one of {', '.join(FINGERPRINT_METHODS)}"
+        )
+    return ExporterSpec(period, jitter, delay, method)
+
+
+def _schedulers(where: _Where, base: Path, raw: Any) -> tuple[_Scheduler, ...]:
+    items = read.sequence(where, "schedulers", raw)
+    if not items:
+        raise where.error("schedulers", "expected at least one scheduler")
+    out: list[_Scheduler] = []
+    for index, item in enumerate(items):
+        path = f"schedulers[{index}]"
+        entry = read.mapping(where, path, item)
+        _known(where, path, entry, _SCHEDULER_KEYS)
+        name = read.string(where, f"{path}.name", entry.get("name"))
+        if not name or "/" in name or name in {s.name for s in out}:
+            raise where.error(f"{path}.name", f"{name!r}: expected a unique name without '/'")
+        if ("model" in entry) == ("config" in entry):
+            raise where.error(path, "expected exactly one of model, config")
+        if "model" in entry:
+            model = read.string(where, f"{path}.model", entry["model"])
+            if "profile" in entry:
+                raise where.error(f"{path}.profile", "only with config")
+            if model in (EXACT, DEFAULT):
+                if "args" in entry:
+                    raise where.error(f"{path}.args", f"model {model} takes no args")
+                out.append(_Scheduler(name, EXACT if model == EXACT else "profile", None, None))
+                continue
+            if model not in MODELS:
+                known = ", ".join([DEFAULT, EXACT, *MODELS])
+                raise where.error(f"{path}.model", f"unknown scheduler {model!r}: expected one of {known}")
+            args = read.mapping(where, f"{path}.args", entry.get("args"))
+            document = {
+                **_PLUGIN_TEMPLATE,
+                "profiles": [
+                    {
+                        "schedulerName": name,
+                        "plugins": {"multiPoint": {"enabled": [{"name": model}]}},
+                        "pluginConfig": [{"name": model, "args": json.loads(json.dumps(args))}],
+                    }
+                ],
+            }
+            out.append(_Scheduler(name, "profile", document, name))
+            continue
+        if "args" in entry:
+            raise where.error(
+                f"{path}.args", "only with model (put args in the configuration's pluginConfig)"
+            )
+        raw_config = entry["config"]
+        if isinstance(raw_config, str):
+            file = _resolve(base, raw_config)
+            try:
+                text = Path(file).read_text(encoding="utf-8")
+            except OSError as err:
+                raise where.error(f"{path}.config", f"{file}: cannot read: {err.strerror or err}") from None
+            config_source = file
+        else:
+            text = yaml.safe_dump(json.loads(json.dumps(read.mapping(where, f"{path}.config", raw_config))))
+            config_source = f"{where.source}: {path}.config"
+        profile = (
+            None if entry.get("profile") is None else read.string(where, f"{path}.profile", entry["profile"])
+        )
+        try:
+            profiles = parse_profiles(text, config_source)
+        except ConfigError as err:
+            raise where.error(f"{path}.config", str(err)) from None
+        if profile is not None and profile not in profiles:
+            raise where.error(f"{path}.profile", f"no profile {profile!r} (profiles: {', '.join(profiles)})")
+        out.append(_Scheduler(name, "profile", yaml.safe_load(text), profile))
+    return tuple(out)
+
+
+def _lifetime(where: _Where, raw: Any) -> Lifetime:
+    if raw is None:
+        return Lifetime()
+    body = read.mapping(where, "workload.lifetime", raw)
+    if len(body) != 1:
+        raise where.error("workload.lifetime", "expected exactly one of fixed, exponential, uniform")
+    ((kind, value),) = body.items()
+    path = f"workload.lifetime.{kind}"
+    if kind in ("fixed", "exponential"):
+        return Lifetime(kind, duration(where, path, value, allow_zero=False))
+    if kind == "uniform":
+        bounds = read.sequence(where, path, value)
+        if len(bounds) != 2:
+            raise where.error(path, "expected [min, max]")
+        low = duration(where, f"{path}[0]", bounds[0])
+        high = duration(where, f"{path}[1]", bounds[1], allow_zero=False)
+        if low > high:
+            raise where.error(path, f"min {bounds[0]} is above max {bounds[1]}")
+        return Lifetime(kind, low, high)
+    raise where.error(
+        "workload.lifetime", f"unknown distribution {kind!r}: expected fixed, exponential, uniform"
+    )
+
+
+def _rate(where: _Where, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise where.error("workload.rate", f"expected pods per second (a number), got {value!r}")
+    if not math.isfinite(value) or value <= 0:
+        raise where.error("workload.rate", f"must be positive, got {value!r}")
+    return float(value)
+
+
+def _workload(where: _Where, base: Path, raw: Any) -> WorkloadSpec:
+    workload = read.mapping(where, "workload", raw)
+    _known(where, "workload", workload, _WORKLOAD_KEYS)
+    backoff = duration(where, "workload.recreateBackoff", workload.get("recreateBackoff", "1s"))
+    drain = duration(where, "workload.drain", workload.get("drain", "300s"))
+    lifetime = _lifetime(where, workload.get("lifetime"))
+    if ("templates" in workload) == ("trace" in workload):
+        raise where.error("workload", "expected exactly one of templates (with rate and total), trace")
+    if "trace" in workload:
+        for key in ("rate", "total"):
+            if key in workload:
+                raise where.error(f"workload.{key}", "not with trace: the trace gives the arrivals")
+        trace = _trace(where, _resolve(base, read.string(where, "workload.trace", workload["trace"])))
+        return WorkloadSpec(lifetime=lifetime, trace=trace, recreate_backoff_s=backoff, drain_s=drain)
+    templates: list[Template] = []
+    for index, item in enumerate(read.sequence(where, "workload.templates", workload["templates"])):
+        path = f"workload.templates[{index}]"
+        entry = read.mapping(where, path, item)
+        _known(where, path, entry, ("weight", "pod"))
+        weight = entry.get("weight", 1)
+        if isinstance(weight, bool) or not isinstance(weight, int | float) or not weight > 0:
+            raise where.error(f"{path}.weight", f"must be a positive number, got {weight!r}")
+        manifest = read.mapping(where, f"{path}.pod", entry.get("pod"))
+        try:
+            pod = pod_from_manifest(manifest, source=f"{where.source} {path}.pod")
+        except ManifestError as err:
+            raise FleetError(str(err)) from None
+        if pod.name in {t.name for t in templates}:
+            raise where.error(f"{path}.pod.metadata.name", f"duplicate template name {pod.name!r}")
+        templates.append(Template(pod.name, float(weight), json.dumps(manifest, sort_keys=True)))
+    if not templates:
+        raise where.error("workload.templates", "expected at least one pod template")
+    if "rate" not in workload:
+        raise where.error("workload.rate", "required with templates")
+    rate = _rate(where, workload["rate"])
+    total = _positive_int(where, "workload.total", workload.get("total"))
+    return WorkloadSpec(tuple(templates), rate, total, lifetime, (), backoff, drain)
+
+
+def _trace(where: _Where, file: str) -> tuple[TraceEntry, ...]:
+    try:
+        text = Path(file).read_text(encoding="utf-8")
+        pods = parse_pods(text, file)
+        documents = [d for d in yaml.safe_load_all(text) if d is not None]
+    except (OSError, ManifestError, yaml.YAMLError) as err:
+        raise where.error("workload.trace", f"{file}: {getattr(err, 'strerror', None) or err}") from None
+    entries: list[TraceEntry] = []
+    trace_where = _Where(file)
+    for index, (pod, manifest) in enumerate(zip(pods, documents, strict=True)):
+        path = f"document {index + 1}: metadata.annotations"
+        if ARRIVAL_ANNOTATION not in pod.annotations:
+            raise trace_where.error(f"{path}[{ARRIVAL_ANNOTATION}]", "required: the pod's arrival time")
+        at = duration(
+            trace_where, f"{path}[{ARRIVAL_ANNOTATION}]", _number_or_text(pod.annotations[ARRIVAL_ANNOTATION])
+        )
+        life = pod.annotations.get(LIFETIME_ANNOTATION)
+        lifetime = (
+            None
+            if life is None
+            else duration(
+                trace_where, f"{path}[{LIFETIME_ANNOTATION}]", _number_or_text(life), allow_zero=False
+            )
+        )
+        entries.append(TraceEntry(at, lifetime, json.dumps(manifest, sort_keys=True)))
+    if not entries:
+        raise where.error("workload.trace", f"{file} holds no pod")
+    names = [json.loads(e.manifest)["metadata"]["name"] for e in entries]
+    if len(set(names)) != len(names):
+        raise where.error("workload.trace", f"{file}: pod names must be unique")
+    return tuple(sorted(entries, key=lambda e: e.at))
+
+
+def _number_or_text(value: str) -> float | str:
+    try:
+        return float(value)
+    except ValueError:
+        return value
+
+
+def _matrix(
+    where: _Where, raw: Any, schedulers: tuple[_Scheduler, ...], exporter: ExporterSpec, seed: int
+) -> _Matrix:
+    matrix = read.mapping(where, "matrix", raw)
+    _known(where, "matrix", matrix, _MATRIX_KEYS)
+    names = tuple(
+        read.string(where, f"matrix.schedulers[{i}]", s)
+        for i, s in enumerate(read.sequence(where, "matrix.schedulers", matrix.get("schedulers")))
+    ) or tuple(s.name for s in schedulers)
+    known = {s.name for s in schedulers}
+    for i, name in enumerate(names):
+        if name not in known:
+            raise where.error(
+                f"matrix.schedulers[{i}]",
+                f"unknown scheduler {name!r}: expected one of {', '.join(sorted(known))}",
+            )
+    caches = tuple(
+        read.string(where, f"matrix.caches[{i}]", c)
+        for i, c in enumerate(read.sequence(where, "matrix.caches", matrix.get("caches")))
+    )
+    for i, cache in enumerate(caches):
+        if cache not in CACHES:
+            raise where.error(
+                f"matrix.caches[{i}]", f"unknown cache {cache!r}: expected one of {', '.join(CACHES)}"
+            )
+    resyncs = tuple(
+        duration(where, f"matrix.resyncPeriods[{i}]", r, allow_zero=False)
+        for i, r in enumerate(read.sequence(where, "matrix.resyncPeriods", matrix.get("resyncPeriods")))
+    )
+    for i, resync in enumerate(resyncs):
+        if resync != int(resync):
+            raise where.error(
+                f"matrix.resyncPeriods[{i}]", f"{resync:g}s: cacheResyncPeriodSeconds is whole seconds"
+            )
+    if resyncs and OVERRESERVE not in caches:
+        raise where.error("matrix.resyncPeriods", "only with overreserve in matrix.caches")
+    periods = tuple(
+        duration(where, f"matrix.exporterPeriods[{i}]", p)
+        for i, p in enumerate(read.sequence(where, "matrix.exporterPeriods", matrix.get("exporterPeriods")))
+    ) or (exporter.period_s,)
+    for i, period in enumerate(periods):
+        if period == 0 and exporter.on_change_delay_s is None:
+            raise where.error(f"matrix.exporterPeriods[{i}]", "0 (no ticker) needs exporter.onChange")
+    seeds = tuple(
+        read.integer(where, f"matrix.seeds[{i}]", s)
+        for i, s in enumerate(read.sequence(where, "matrix.seeds", matrix.get("seeds")))
+    ) or (seed,)
+    for axis, values in (("schedulers", names), ("caches", caches), ("resyncPeriods", resyncs),
+                         ("exporterPeriods", periods), ("seeds", seeds)):  # fmt: skip
+        if len(set(values)) != len(values):
+            raise where.error(f"matrix.{axis}", "a value is given twice")
+    # Caches apply per scheduler; expanded with one resync per overreserve only (see _configuration).
+    return _Matrix(names, caches, resyncs, periods, seeds)

@@ -1,0 +1,65 @@
+"""A small fleet for the quick tests, written into a temporary directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+EXAMPLE = (
+    Path(__file__).resolve().parents[2] / "kubeletemu" / "data" / "examples" / "fleet-reserve-cache.yaml"
+)
+
+KUBELET_CONFIG = """\
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+topologyManagerPolicy: single-numa-node
+cpuManagerPolicy: static
+memoryManagerPolicy: Static
+kubeReserved: {cpu: "1", memory: 1Gi}
+reservedMemory:
+- numaNode: 0
+  limits: {memory: 1124Mi}
+"""
+
+SMALL = """\
+apiVersion: kubeletemu.io/v1alpha1
+kind: Fleet
+seed: 3
+nodeGroups:
+- name: small
+  count: 6
+  topology:
+    synthetic: {sockets: 2, coresPerSocket: 8, threadsPerCore: 2, nodesPerSocket: 1, memoryGiBPerNode: 32}
+  config: [kubelet-config.yaml]
+exporter: {period: 20s, jitter: 3s}
+schedulers:
+- {name: default, model: default}
+- name: nrt
+  model: NodeResourceTopologyMatch
+  args: {scoringStrategy: {type: LeastAllocated}}
+- {name: exact, model: exact}
+workload:
+  templates:
+  - weight: 2
+    pod: {metadata: {name: a}, spec: {containers: [{name: c, resources: {limits: {cpu: "3", memory: 2Gi}}}]}}
+  - weight: 1
+    pod: {metadata: {name: b}, spec: {containers: [{name: c, resources: {limits: {cpu: "6", memory: 4Gi}}}]}}
+  rate: 2
+  total: 150
+  lifetime: {exponential: 30s}
+  drain: 120s
+matrix:
+  schedulers: [default, nrt, exact]
+  caches: [passthrough, overreserve]
+  resyncPeriods: [5s]
+  exporterPeriods: [20s, 5s]
+  seeds: [3, 4]
+"""
+
+
+@pytest.fixture
+def fleet_dir(tmp_path: Path) -> Path:
+    (tmp_path / "kubelet-config.yaml").write_text(KUBELET_CONFIG)
+    (tmp_path / "fleet.yaml").write_text(SMALL)
+    return tmp_path

@@ -1,0 +1,126 @@
+"""The podresources socket of the real daemon follows ``kubeletVersion`` (issue 16), both sides of each
+change:
+
+* ``Get``: ``KubeletPodResourcesGet`` alpha and off in 1.33 ("PodResources API Get method disabled",
+  UNKNOWN), beta and on from 1.34 (kubernetes#132940), GA and locked from 1.36 (kubernetes#136728);
+* ``List``: every known pod in 1.33, active pods only from 1.34 (kubernetes#132028);
+* pod-level ``PodResources.cpu_ids``: a 1.36 kubelet allocates pod-level CPUs (``PodLevelResourceManagers``,
+  alpha) but its api.proto has no field for them; master reports them (kubernetes#138738).
+"""
+
+from __future__ import annotations
+
+import json
+
+import grpc
+import pytest
+
+from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
+from kubeletemu._proto.podresources.v1 import api_pb2 as v1
+from kubeletemu._proto.podresources.v1 import api_pb2_grpc as v1_grpc
+from kubeletemu.versions.behaviours import in_effect, step_at
+from kubeletemu.versions.gates import feature_gates
+from kubeletemu.versions.version import SUPPORTED
+from tests.daemon.daemon_process import DaemonProcess
+from tests.podresources.conftest import StartDaemon
+from tests.podresources.nodes import container, general_config, pod_manifest
+from tests.podresources.test_kubelet_clients import DATA, grpcurl
+
+GU = pod_manifest("gu", "ns1", containers=container("c", 'cpu: "2", memory: 1Gi'))
+DONE = pod_manifest("done", "ns2", containers=container("a", 'cpu: "1", memory: 100Mi'), phase="Succeeded")
+# Pod-level resources only: with PodLevelResourceManagers and the pod scope, one pod-level CPU set.
+POD_LEVEL = (
+    "apiVersion: v1\nkind: Pod\nmetadata: {name: plr, namespace: ns1, uid: uid-plr}\n"
+    'spec:\n  resources: {limits: {cpu: "4", memory: 2Gi}}\n  containers:\n  - name: c\n'
+)
+
+
+def admit(daemon: DaemonProcess, *manifests: str) -> None:
+    for manifest in manifests:
+        reply = daemon.stub().Admit(pb.AdmitRequest(pod=pb.PodSource(manifest=manifest)), timeout=10)
+        assert reply.admitted, reply.message
+
+
+def podresources(daemon: DaemonProcess) -> v1_grpc.PodResourcesListerStub:
+    return v1_grpc.PodResourcesListerStub(daemon.podresources_channel())
+
+
+@pytest.mark.parametrize(("version", "served"), [("1.33", False), ("1.34", True), ("1.36", True)])
+def test_get_follows_the_version(start_daemon: StartDaemon, version: str, served: bool) -> None:
+    daemon = start_daemon(general_config(kubelet_version=version))
+    admit(daemon, GU)
+    request = v1.GetPodResourcesRequest(pod_name="gu", pod_namespace="ns1")
+    if served:
+        reply = podresources(daemon).Get(request, timeout=10)
+        assert [len(c.cpu_ids) for c in reply.pod_resources.containers] == [2]
+        return
+    with pytest.raises(grpc.RpcError) as err:
+        podresources(daemon).Get(request, timeout=10)
+    assert (err.value.code(), err.value.details()) == (
+        grpc.StatusCode.UNKNOWN,
+        "PodResources API Get method disabled",
+    )
+
+
+@pytest.mark.parametrize("version", ["1.33", "1.34"])
+def test_get_through_grpcurl_with_the_kubelet_proto(start_daemon: StartDaemon, version: str) -> None:
+    daemon = start_daemon(general_config(kubelet_version=version))
+    admit(daemon, GU)
+    proto = ["-plaintext", "-unix", "-import-path", str(DATA), "-proto", "kubelet_api_v1.proto"]
+    request = json.dumps({"podName": "gu", "podNamespace": "ns1"})
+    got = grpcurl(*proto, "-d", request, str(daemon.podresources_socket), "v1.PodResourcesLister/Get")
+    if version == "1.33":
+        assert got.returncode == 66, got.stdout
+        assert "Code: Unknown" in got.stderr
+        assert "Message: PodResources API Get method disabled" in got.stderr
+    else:
+        assert got.returncode == 0, got.stderr
+        assert json.loads(got.stdout)["podResources"]["name"] == "gu"
+
+
+@pytest.mark.parametrize(("version", "listed"), [("1.33", ["gu", "done"]), ("1.34", ["gu"])])
+def test_list_of_terminated_pods_follows_the_version(
+    start_daemon: StartDaemon, version: str, listed: list[str]
+) -> None:
+    daemon = start_daemon(general_config(kubelet_version=version))
+    admit(daemon, GU, DONE)
+    reply = podresources(daemon).List(v1.ListPodResourcesRequest(), timeout=10)
+    assert [p.name for p in reply.pod_resources] == listed
+
+
+def test_list_of_all_pods_with_the_gate_off_from_1_34(start_daemon: StartDaemon) -> None:
+    daemon = start_daemon(
+        general_config(kubelet_version="1.34", feature_gates={"KubeletPodResourcesListUseActivePods": False})
+    )
+    admit(daemon, GU, DONE)
+    reply = podresources(daemon).List(v1.ListPodResourcesRequest(), timeout=10)
+    assert [p.name for p in reply.pod_resources] == ["gu", "done"]
+
+
+@pytest.mark.parametrize(("version", "pod_level"), [("1.36", False), ("master", True)])
+def test_pod_level_cpus_only_from_master(start_daemon: StartDaemon, version: str, pod_level: bool) -> None:
+    config = general_config(feature_gates={"PodLevelResourceManagers": True}, kubelet_version=version)
+    daemon = start_daemon(config.replace("topologyManagerScope: container", "topologyManagerScope: pod"))
+    admit(daemon, POD_LEVEL)
+    [pod] = podresources(daemon).List(v1.ListPodResourcesRequest(), timeout=10).pod_resources
+    [only] = pod.containers
+    # Both versions allocate the pod's 4 CPUs (the container runs in the pod's shared slice of them).
+    assert len(only.cpu_ids) == 4
+    assert sorted(pod.cpu_ids) == (sorted(only.cpu_ids) if pod_level else [])
+    got = podresources(daemon).Get(v1.GetPodResourcesRequest(pod_name="plr", pod_namespace="ns1"), timeout=10)
+    assert sorted(got.pod_resources.cpu_ids) == sorted(pod.cpu_ids)
+
+
+@pytest.mark.parametrize("version", SUPPORTED)
+def test_registry_rows_agree_with_the_gates(version: str) -> None:
+    """The README rows (podresources.json) say what the versioned feature specs say."""
+    gates = feature_gates(version)
+    for key, gate in (
+        ("podresources.get", "KubeletPodResourcesGet"),
+        ("podresources.dynamic-resources", "KubeletPodResourcesDynamicResources"),
+    ):
+        spec = gates[gate]
+        assert step_at(key, version) == (2 if spec.locked else 1 if spec.default else 0), (key, version)
+    active = gates.get("KubeletPodResourcesListUseActivePods")
+    assert in_effect("podresources.list-active-pods", version) == (active is not None and active.default)
+    assert in_effect("podresources.pod-level-resources", version) == (version == "master")

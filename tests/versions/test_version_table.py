@@ -1,0 +1,74 @@
+"""The README's kubelet-version table is generated from the data (``python -m kubeletemu.versions.table``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kubeletemu.versions import SUPPORTED, feature_gates
+from kubeletemu.versions.behaviours import behaviours, table_markdown
+from kubeletemu.versions.derived_rows import TABLE_GATES, derived_rows
+from kubeletemu.versions.table import BEGIN, END, TableMarkersError, main, with_table
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def test_readme_table_matches_the_data() -> None:
+    text = README.read_text(encoding="utf-8")
+    assert with_table(text, table_markdown(), "README.md") == text, (
+        "README version table is out of date: run python -m kubeletemu.versions.table"
+    )
+
+
+def test_table_has_a_row_per_behaviour_and_derived_row() -> None:
+    lines = table_markdown().splitlines()
+    assert lines[0] == "| behaviour | 1.33 | 1.34 | 1.35 | 1.36 | master |"
+    assert len(lines) == 2 + len(behaviours()) + len(derived_rows(SUPPORTED))
+    assert all(line.count(" | ") == len(SUPPORTED) for line in lines[2:])
+
+
+def test_derived_rows_follow_the_policy_option_and_gate_tables() -> None:
+    rows = {row.label: row.cells for row in derived_rows(SUPPORTED)}
+    assert rows["CPU Manager: option `prefer-align-cpus-by-uncorecache`"] == (
+        "alpha",
+        "beta (kubernetes#132970)",
+        "beta",
+        "GA (kubernetes#137055)",
+        "GA",
+    )
+    assert rows["feature gate `MemoryManager`"] == (
+        "GA, locked on",
+        "GA, locked on",
+        "GA, locked on",
+        "removed",
+        "removed",
+    )
+    assert rows["feature gate `PodLevelResourceManagers`"] == ("—", "—", "—", "alpha, off", "alpha, off")
+    # Only gates that change within the range get a row; each row's cells come from the gate data.
+    for name in TABLE_GATES:
+        specs = [feature_gates(v).get(name) for v in SUPPORTED]
+        changes = len({None if s is None else (s.stage, s.default, s.locked) for s in specs}) > 1
+        assert (f"feature gate `{name}`" in rows) == changes
+
+
+def test_with_table_replaces_between_markers_only() -> None:
+    text = f"intro\n{BEGIN}\nold\n{END}\noutro\n"
+    assert with_table(text, "| t |\n") == f"intro\n{BEGIN}\n\n| t |\n\n{END}\noutro\n"
+
+
+@pytest.mark.parametrize("text", ["no markers\n", f"{END}\n{BEGIN}\n", f"{BEGIN}\n{BEGIN}\n{END}\n"])
+def test_with_table_refuses_bad_markers(text: str) -> None:
+    with pytest.raises(TableMarkersError, match=r"x\.md: "):
+        with_table(text, "| t |\n", "x.md")
+
+
+def test_main_rewrites_then_checks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# r\n{BEGIN}\nstale\n{END}\n", encoding="utf-8")
+    assert main(["--readme", str(readme), "--check"]) == 1
+    assert main(["--readme", str(readme)]) == 0
+    assert table_markdown() in readme.read_text(encoding="utf-8")
+    assert main(["--readme", str(readme), "--check"]) == 0
+    assert "current" in capsys.readouterr().out
+    assert main(["--readme", str(tmp_path / "missing.md")]) == 2
