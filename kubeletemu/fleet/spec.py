@@ -81,10 +81,10 @@ from kubeletemu.scheduler.live import FLAVOUR_KOORDLET, FLAVOUR_RTE
 from kubeletemu.scheduler.objects import ObjectError
 from kubeletemu.scheduler.profile import MODELS, Profile, default_profile, parse_profiles
 from kubeletemu.simulate.errors import SimulationError
-from kubeletemu.simulate.topology import TopologySource, synthetic_shape
+from kubeletemu.simulate.spec import one_document, parse_topology, read_text
+from kubeletemu.simulate.topology import TopologySource
 from kubeletemu.versions.version import parse_version
 
-API_VERSION = "kubeletemu.io/v1alpha1"
 KIND = "Fleet"
 EXACT = "exact"
 DEFAULT = "default"
@@ -102,15 +102,6 @@ _EXPORTER_KEYS = ("period", "jitter", "onChange", "fingerprintMethod")
 _SCHEDULER_KEYS = ("name", "model", "args", "config", "profile")
 _WORKLOAD_KEYS = ("templates", "trace", "rate", "total", "lifetime", "recreateBackoff", "drain")
 _MATRIX_KEYS = ("schedulers", "caches", "resyncPeriods", "exporterPeriods", "seeds")
-_SYNTHETIC_KEYS = {
-    "sockets": "sockets",
-    "coresPerSocket": "cores_per_socket",
-    "threadsPerCore": "threads_per_core",
-    "nodesPerSocket": "nodes_per_socket",
-    "memoryGiBPerNode": "memory_gib_per_node",
-    "hugepages2MiPerNode": "hugepages_2mi_per_node",
-    "hugepages1GiPerNode": "hugepages_1gi_per_node",
-}
 # A plugin enabled on top of the default resource plugins, as scheduler.catalog writes its setups.
 _PLUGIN_TEMPLATE = {
     "apiVersion": "kubescheduler.config.k8s.io/v1",
@@ -431,27 +422,15 @@ def group_config(group: NodeGroupSpec) -> Config:
 
 def load_fleet(path: str | os.PathLike[str]) -> FleetSpec:
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as err:
-        raise FleetError(f"{path}: cannot read: {err.strerror or err}") from None
-    except UnicodeDecodeError as err:
-        raise FleetError(f"{path}: not UTF-8 text: {err.reason} at byte {err.start}") from None
+        text = read_text(path)
+    except SimulationError as err:  # as a Simulation file: "cannot read", "not UTF-8 text"
+        raise FleetError(str(err)) from None
     return parse_fleet(text, str(path), Path(path).parent)
 
 
 def parse_fleet(text: str, source: str = "<fleet>", base_dir: str | os.PathLike[str] = ".") -> FleetSpec:
     where = _Where(source)
-    try:
-        documents = [d for d in read.yaml_documents(text) if d is not None]
-    except read.YAMLSyntaxError as err:
-        raise FleetError(f"{source}: invalid YAML: {err}") from None
-    if len(documents) != 1:
-        raise where.error("", f"expected one {KIND} document, got {len(documents)}")
-    doc = read.mapping(where, "", documents[0])
-    if doc.get("kind") != KIND:
-        raise where.error("kind", f"expected {KIND}, got {doc.get('kind')!r}")
-    if doc.get("apiVersion") != API_VERSION:
-        raise where.error("apiVersion", f"expected {API_VERSION}, got {doc.get('apiVersion')!r}")
+    doc = one_document(where, text, KIND)
     _known(where, "", doc, _TOP_KEYS)
     base = Path(base_dir)
     seed = read.integer(where, "seed", doc.get("seed", 1))
@@ -568,53 +547,9 @@ def _node_groups(where: _Where, base: Path, raw: Any) -> tuple[NodeGroupSpec, ..
 
 
 def _topology(where: _Where, base: Path, path: str, raw: Any) -> TopologySource:
-    """As a Simulation's ``topology`` (:mod:`kubeletemu.simulate.spec`); probed here once to fail early."""
-    topology = read.mapping(where, path, raw)
-    if not topology:
-        source = TopologySource.host()
-    elif len(topology) != 1:
-        raise where.error(path, "expected exactly one of host, capture, synthetic")
-    else:
-        ((kind, body),) = topology.items()
-        values = read.mapping(where, f"{path}.{kind}", body)
-        if kind == "host":
-            source = TopologySource.host(
-                read.string(where, f"{path}.host.sysfsRoot", values.get("sysfsRoot", "/sys")),
-                read.string(where, f"{path}.host.procfsRoot", values.get("procfsRoot", "/proc")),
-            )
-        elif kind == "capture":
-            if "archive" in values:
-                source = TopologySource.capture_archive(
-                    _resolve(base, read.string(where, f"{path}.capture.archive", values["archive"]))
-                )
-            elif "sysfsRoot" in values:
-                sysfs = _resolve(base, read.string(where, f"{path}.capture.sysfsRoot", values["sysfsRoot"]))
-                procfs = values.get("procfsRoot")
-                proc = (
-                    _resolve(base, read.string(where, f"{path}.capture.procfsRoot", procfs))
-                    if procfs
-                    else None
-                )
-                source = TopologySource.capture_dirs(sysfs, proc or str(Path(sysfs).parent / "proc"))
-            else:
-                raise where.error(f"{path}.capture", "expected archive, or sysfsRoot (and procfsRoot)")
-        elif kind == "synthetic":
-            shape: dict[str, int] = {}
-            for key, value in values.items():
-                if key not in _SYNTHETIC_KEYS:
-                    raise where.error(
-                        f"{path}.synthetic.{key}",
-                        f"unknown field: expected one of {', '.join(_SYNTHETIC_KEYS)}",
-                    )
-                shape[_SYNTHETIC_KEYS[key]] = read.integer(where, f"{path}.synthetic.{key}", value)
-            try:
-                source = TopologySource.synthetic_host(synthetic_shape(**shape))
-            except SimulationError as err:
-                raise where.error(
-                    f"{path}.synthetic", str(err).removeprefix("synthetic topology: ")
-                ) from None
-        else:
-            raise where.error(path, f"unknown source {kind!r}: expected host, capture or synthetic")
+    """As a Simulation's ``topology`` (:func:`kubeletemu.simulate.spec.parse_topology`); probed here once
+    to fail early."""
+    source = parse_topology(where, base, raw, path)
     try:
         source.machine()
     except SimulationError as err:

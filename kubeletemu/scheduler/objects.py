@@ -12,7 +12,7 @@ quantities must match the regular expression ...``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -332,6 +332,28 @@ def _metadata(where: _Where, obj: Mapping[str, Any], kind: str) -> tuple[str, di
     return where.name, labels, annotations
 
 
+def _go_quoted(value: Any) -> str:
+    return go_quote(str(value))
+
+
+def _header(
+    where: _Where,
+    obj: Mapping[str, Any],
+    kind: str,
+    api_version: str,
+    quote: Callable[[Any], str] = _go_quoted,
+) -> tuple[str, dict[str, str], dict[str, str]]:
+    """:func:`_metadata`, with ``apiVersion`` checked to be ``api_version`` (the values in the error
+    quoted by ``quote``)."""
+    name, labels, annotations = _metadata(where, obj, kind)
+    version = obj.get("apiVersion")
+    if version != api_version:
+        raise where.error(
+            "apiVersion", f"Unsupported value: {quote(version)}: supported values: {quote(api_version)}"
+        )
+    return name, labels, annotations
+
+
 def _quantity(where: _Where, path: str, value: Any) -> Quantity:
     if value is None:
         return Quantity(0)
@@ -342,13 +364,7 @@ def _quantity(where: _Where, path: str, value: Any) -> Quantity:
 
 
 def _topology(where: _Where, obj: Mapping[str, Any]) -> NodeResourceTopology:
-    name, labels, annotations = _metadata(where, obj, NRT_KIND)
-    version = obj.get("apiVersion")
-    if version != NRT_API_VERSION:
-        raise where.error(
-            "apiVersion",
-            f"Unsupported value: {go_quote(str(version))}: supported values: {go_quote(NRT_API_VERSION)}",
-        )
+    name, labels, annotations = _header(where, obj, NRT_KIND, NRT_API_VERSION)
     zones = []
     for z, raw in enumerate(fields.sequence(where, "zones", obj.get("zones"))):
         path = f"zones[{z}]"
@@ -432,13 +448,7 @@ def _node(where: _Where, obj: Mapping[str, Any]) -> Node:
 def _device(where: _Where, obj: Mapping[str, Any]) -> Device:
     """A ``Device``; fields are checked against the Go types (a wrong type is what the API server or the
     scheduler's informer would refuse to decode)."""
-    name, labels, annotations = _metadata(where, obj, DEVICE_KIND)
-    version = obj.get("apiVersion")
-    if version != DEVICE_API_VERSION:
-        raise where.error(
-            "apiVersion",
-            f"Unsupported value: {go_quote(str(version))}: supported values: {go_quote(DEVICE_API_VERSION)}",
-        )
+    name, labels, annotations = _header(where, obj, DEVICE_KIND, DEVICE_API_VERSION)
     spec = fields.mapping(where, "spec", obj.get("spec"))
     infos = []
     for i, raw in enumerate(fields.sequence(where, "spec.devices", spec.get("devices"))):

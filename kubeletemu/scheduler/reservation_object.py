@@ -116,15 +116,9 @@ class Reservation:
 
 def parse_reservation(where: _Where, obj: Mapping[str, Any]) -> Reservation:
     """A ``Reservation`` document; every error names the file, the object and the field."""
-    from kubeletemu.scheduler.objects import _metadata, _quantity
+    from kubeletemu.scheduler.objects import _header, _quantity
 
-    name, labels, annotations = _metadata(where, obj, RESERVATION_KIND)
-    version = obj.get("apiVersion")
-    if version != RESERVATION_API_VERSION:
-        raise where.error(
-            "apiVersion",
-            f"Unsupported value: {version!r}: supported values: {RESERVATION_API_VERSION!r}",
-        )
+    name, labels, annotations = _header(where, obj, RESERVATION_KIND, RESERVATION_API_VERSION, quote=repr)
     metadata = fields.mapping(where, "metadata", obj.get("metadata"))
     uid_raw = metadata.get("uid")
     # The reserve pod's UID is the reservation's; a hand-written object without one gets a stable stand-in.

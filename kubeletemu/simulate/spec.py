@@ -131,7 +131,7 @@ def parse_simulation(
         return manifest, read_pods(manifest, pod_level_resources=pod_level)
 
     return Simulation(
-        topology=_topology(where, base, doc.get("topology")),
+        topology=parse_topology(where, base, doc.get("topology")),
         config=config,
         matrix=_matrix(where, doc.get("matrix")),
         stream=_stream(where, doc.get("stream"), pod_level, pods_file),
@@ -180,20 +180,27 @@ def pod_files(text: str, base_dir: str | os.PathLike[str] = ".") -> dict[str, st
     return {name: read_text(_resolve(Path(base_dir), name)) for name in names}
 
 
-def _document(text: str, source: str) -> tuple[_Where, Mapping[str, Any]]:
-    """The one ``kind: Simulation`` document of ``text``, its top-level fields checked."""
-    where = _Where(source)
+def one_document(where: read.Reporter, text: str, kind: str) -> Mapping[str, Any]:
+    """The one ``kind`` document (``apiVersion: kubeletemu.io/v1alpha1``) of ``text``, its kind and
+    apiVersion checked; any problem is ``where``'s error (a Fleet file reads its document here too)."""
     try:
         documents = [d for d in read.yaml_documents(text) if d is not None]
     except read.YAMLSyntaxError as err:
-        raise SimulationError(f"{source}: invalid YAML: {err}") from None
+        raise where.error("", f"invalid YAML: {err}") from None
     if len(documents) != 1:
-        raise where.error("", f"expected one {KIND} document, got {len(documents)}")
+        raise where.error("", f"expected one {kind} document, got {len(documents)}")
     doc = read.mapping(where, "", documents[0])
-    if doc.get("kind") != KIND:
-        raise where.error("kind", f"expected {KIND}, got {doc.get('kind')!r}")
+    if doc.get("kind") != kind:
+        raise where.error("kind", f"expected {kind}, got {doc.get('kind')!r}")
     if doc.get("apiVersion") != API_VERSION:
         raise where.error("apiVersion", f"expected {API_VERSION}, got {doc.get('apiVersion')!r}")
+    return doc
+
+
+def _document(text: str, source: str) -> tuple[_Where, Mapping[str, Any]]:
+    """The one ``kind: Simulation`` document of ``text``, its top-level fields checked."""
+    where = _Where(source)
+    doc = one_document(where, text, KIND)
     unknown = sorted(set(doc) - _TOP_KEYS)
     if unknown:
         raise where.error(unknown[0], f"unknown field: expected one of {', '.join(sorted(_TOP_KEYS))}")
@@ -204,47 +211,49 @@ def _resolve(base: Path, value: str) -> str:
     return str(base / value) if not os.path.isabs(value) else value
 
 
-def _topology(where: _Where, base: Path, raw: Any) -> TopologySource:
-    topology = read.mapping(where, "topology", raw)
+def parse_topology(where: read.Reporter, base: Path, raw: Any, path: str = "topology") -> TopologySource:
+    """A ``topology`` field (at ``path``): one of host, capture, synthetic; the host when empty. Relative
+    capture paths are taken from ``base``; a Fleet's node groups read theirs here too."""
+    topology = read.mapping(where, path, raw)
     if not topology:
         return TopologySource.host()
     if len(topology) != 1:
-        raise where.error("topology", "expected exactly one of host, capture, synthetic")
+        raise where.error(path, "expected exactly one of host, capture, synthetic")
     ((kind, body),) = topology.items()
-    fields = read.mapping(where, f"topology.{kind}", body)
+    fields = read.mapping(where, f"{path}.{kind}", body)
     if kind == "host":
         return TopologySource.host(
-            _text(where, f"topology.{kind}.sysfsRoot", fields.get("sysfsRoot"), "/sys"),
-            _text(where, f"topology.{kind}.procfsRoot", fields.get("procfsRoot"), "/proc"),
+            _text(where, f"{path}.{kind}.sysfsRoot", fields.get("sysfsRoot"), "/sys"),
+            _text(where, f"{path}.{kind}.procfsRoot", fields.get("procfsRoot"), "/proc"),
         )
     if kind == "capture":
         if "archive" in fields:
-            archive = read.string(where, "topology.capture.archive", fields["archive"])
+            archive = read.string(where, f"{path}.capture.archive", fields["archive"])
             return TopologySource.capture_archive(_resolve(base, archive))
         if "sysfsRoot" not in fields:
-            raise where.error("topology.capture", "expected archive, or sysfsRoot (and procfsRoot)")
-        sysfs = _resolve(base, read.string(where, "topology.capture.sysfsRoot", fields["sysfsRoot"]))
+            raise where.error(f"{path}.capture", "expected archive, or sysfsRoot (and procfsRoot)")
+        sysfs = _resolve(base, read.string(where, f"{path}.capture.sysfsRoot", fields["sysfsRoot"]))
         procfs = fields.get("procfsRoot")
-        proc = _resolve(base, read.string(where, "topology.capture.procfsRoot", procfs)) if procfs else None
+        proc = _resolve(base, read.string(where, f"{path}.capture.procfsRoot", procfs)) if procfs else None
         return TopologySource.capture_dirs(sysfs, proc or str(Path(sysfs).parent / "proc"))
     if kind == "synthetic":
         values: dict[str, int] = {}
         for key, value in fields.items():
             if key not in _SYNTHETIC_KEYS:
                 raise where.error(
-                    f"topology.synthetic.{key}",
+                    f"{path}.synthetic.{key}",
                     f"unknown field: expected one of {', '.join(_SYNTHETIC_KEYS)}",
                 )
-            values[_SYNTHETIC_KEYS[key]] = read.integer(where, f"topology.synthetic.{key}", value)
+            values[_SYNTHETIC_KEYS[key]] = read.integer(where, f"{path}.synthetic.{key}", value)
         try:
             shape = synthetic_shape(**values)
         except SimulationError as err:
-            raise where.error("topology.synthetic", str(err).removeprefix("synthetic topology: ")) from None
+            raise where.error(f"{path}.synthetic", str(err).removeprefix("synthetic topology: ")) from None
         return TopologySource.synthetic_host(shape)
-    raise where.error("topology", f"unknown source {kind!r}: expected host, capture or synthetic")
+    raise where.error(path, f"unknown source {kind!r}: expected host, capture or synthetic")
 
 
-def _text(where: _Where, path: str, value: Any, default: str) -> str:
+def _text(where: read.Reporter, path: str, value: Any, default: str) -> str:
     return default if value is None else read.string(where, path, value)
 
 

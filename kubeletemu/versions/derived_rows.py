@@ -31,6 +31,24 @@ TABLE_GATES: tuple[str, ...] = (
 )
 
 
+# The change behind each gate's steps: its KEP, and the PR of a step where it is known
+# (``shared/spec/kubelet-versions.md``; a step without a known PR cites the KEP). Keyed by the first
+# version showing the new state.
+GATE_REFS: Mapping[str, tuple[str, Mapping[str, str]]] = {
+    "TopologyManagerPolicyOptions": ("KEP-3545", {"1.36": "kubernetes#136380"}),
+    "MemoryManager": ("KEP-1769", {"1.36": "kubernetes#136381"}),
+    "PodLevelResources": ("KEP-2837", {"1.34": "kubernetes#132999"}),
+    "PodLevelResourceManagers": ("KEP-5526", {"1.36": "kubernetes#134768"}),
+    "InPlacePodVerticalScaling": ("KEP-1287", {}),
+    "InPlacePodLevelResourcesVerticalScaling": ("KEP-5419", {"1.36": "kubernetes#137684"}),
+    "SidecarContainers": ("KEP-753", {"master": "kubernetes#137755"}),
+    "LegacySidecarContainers": ("KEP-753", {"1.34": "kubernetes#131463"}),
+    "DevicePluginCDIDevices": ("KEP-4009", {"1.34": "kubernetes#132083"}),
+    "DynamicResourceAllocation": ("KEP-4381", {}),
+    "DRAExtendedResource": ("KEP-5004", {}),
+}
+
+
 @dataclass(frozen=True)
 class Row:
     """One table row: ``label`` and a cell per version."""
@@ -52,13 +70,19 @@ def gate_rows(versions: Sequence[str]) -> list[Row]:
     specs: list[Mapping[str, GateSpec]] = [feature_gates(v) for v in versions]
     rows = []
     for name in TABLE_GATES:
-        cells = []
+        kep, prs = GATE_REFS[name]
+        states: list[str] = []
         known = False
         for gates in specs:
             spec = gates.get(name)
-            cells.append(_gate_cell(spec, known))
+            states.append(_gate_cell(spec, known))
             known = known or spec is not None
-        if len(set(cells)) > 1:
+        if len(set(states)) > 1:
+            # A cell where the state changes from the version before cites the change.
+            cells = [
+                f"{state} ({prs.get(version, kep)})" if index and state != states[index - 1] else state
+                for index, (version, state) in enumerate(zip(versions, states, strict=True))
+            ]
             rows.append(Row(f"feature gate `{name}`", tuple(cells)))
     return rows
 

@@ -9,32 +9,24 @@ import pytest
 
 from hostprobe.sample import write_sample_tree
 from tests.daemon.daemon_process import DaemonProcess
+from tests.nodes import kubelet_config
 
-# single-numa-node + static CPU and memory managers; 1 CPU and 512Mi kube-reserved; one device on node 1.
-CONFIG = """\
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-topologyManagerPolicy: {policy}
-topologyManagerScope: {scope}
-cpuManagerPolicy: static
-memoryManagerPolicy: Static
-kubeReserved: {{cpu: "1", memory: 512Mi}}
-reservedMemory:
-- numaNode: 0
-  limits: {{memory: 612Mi}}
----
-apiVersion: kubeletemu.io/v1alpha1
-kind: EmulatorConfiguration
+# Static CPU and memory managers; 1 CPU and 512Mi kube-reserved; two devices on node 1.
+DEVICES = """\
 devices:
 - resourceName: example.com/dev
   devices:
-  - {{id: dev0, numaNodes: [1]}}
-  - {{id: dev1, numaNodes: [1]}}
+  - {id: dev0, numaNodes: [1]}
+  - {id: dev1, numaNodes: [1]}
 """
 
 
+def sample_config(policy: str = "single-numa-node", scope: str = "container") -> str:
+    return kubelet_config(policy, scope, emulator=DEVICES)
+
+
 def write_config(path: Path, policy: str = "single-numa-node", scope: str = "container") -> Path:
-    path.write_text(CONFIG.format(policy=policy, scope=scope))
+    path.write_text(sample_config(policy, scope))
     return path
 
 
@@ -46,19 +38,14 @@ def sample_tree(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 @pytest.fixture
 def make_daemon(tmp_path: Path, sample_tree: tuple[Path, Path]) -> Iterator[type[DaemonProcess]]:
+    """``make_daemon(policy, scope)`` on :func:`sample_config`, or ``make_daemon(config_text=...)``."""
     started: list[DaemonProcess] = []
 
-    def factory(policy: str = "single-numa-node", scope: str = "container", **kw: object) -> DaemonProcess:
-        config = write_config(tmp_path / "config.yaml", policy, scope)
-        # Unix socket paths are limited to 107 bytes: keep the socket in a short directory.
-        daemon = DaemonProcess(
-            config=config,
-            state_dir=tmp_path / "state",
-            socket=tmp_path / "k.sock",
-            sysfs_root=sample_tree[0],
-            procfs_root=sample_tree[1],
-            log=tmp_path / "daemon.log",
-        )
+    def factory(
+        policy: str = "single-numa-node", scope: str = "container", config_text: str | None = None
+    ) -> DaemonProcess:
+        text = sample_config(policy, scope) if config_text is None else config_text
+        daemon = DaemonProcess.in_dir(tmp_path, text, sample_tree)
         started.append(daemon)
         return daemon.start()
 

@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,6 +35,25 @@ class DaemonProcess:
     def __post_init__(self) -> None:
         if self.podresources_socket is None:
             self.podresources_socket = self.socket.parent / "pr.sock"
+
+    @classmethod
+    def in_dir(
+        cls, directory: Path, config_text: str, tree: tuple[Path, Path], extra_args: Sequence[str] = ()
+    ) -> DaemonProcess:
+        """A daemon (not started) on the sysfs and procfs roots ``tree`` whose files are in ``directory``:
+        ``config.yaml`` (``config_text``), ``state``, ``k.sock`` and ``daemon.log``. Unix socket paths
+        are limited to 107 bytes: keep ``directory`` short."""
+        config = directory / "config.yaml"
+        config.write_text(config_text)
+        return cls(
+            config=config,
+            state_dir=directory / "state",
+            socket=directory / "k.sock",
+            sysfs_root=tree[0],
+            procfs_root=tree[1],
+            log=directory / "daemon.log",
+            extra_args=list(extra_args),
+        )
 
     def argv(self) -> list[str]:
         return [

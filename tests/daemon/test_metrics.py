@@ -28,7 +28,7 @@ from kubeletemu.daemon.metrics import (
     render,
     start_metrics_server,
 )
-from tests.daemon.conftest import write_config
+from tests.daemon.conftest import sample_config
 from tests.daemon.daemon_process import DaemonProcess
 
 KUBELET_NAMES = {
@@ -325,18 +325,9 @@ def metrics_daemon(tmp_path: Path, sample_tree: tuple[Path, Path]) -> Iterator[C
     started: list[DaemonProcess] = []
 
     def start(policy: str = "single-numa-node", config: str | None = None) -> MetricsDaemon:
-        path = write_config(tmp_path / "config.yaml", policy)
-        if config is not None:
-            path.write_text(config)
-        daemon = DaemonProcess(
-            config=path,
-            state_dir=tmp_path / "state",
-            socket=tmp_path / "k.sock",
-            sysfs_root=sample_tree[0],
-            procfs_root=sample_tree[1],
-            log=tmp_path / "daemon.log",
-            extra_args=["--metrics-address", f"127.0.0.1:{free_port()}"],
-        )
+        text = sample_config(policy) if config is None else config
+        metrics = ["--metrics-address", f"127.0.0.1:{free_port()}"]
+        daemon = DaemonProcess.in_dir(tmp_path, text, sample_tree, metrics)
         started.append(daemon)
         return MetricsDaemon(daemon.start())
 

@@ -9,7 +9,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,27 +17,19 @@ import yaml
 
 from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
 from tests.daemon.daemon_process import REPO, DaemonProcess
+from tests.nodes import kubelet_config
 
-# The sample host: 2 NUMA nodes of 8 CPUs; kube-reserved takes CPU 0 (NUMA 0). Pod scope.
-CONFIG = """\
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-topologyManagerPolicy: single-numa-node
-topologyManagerScope: pod
-cpuManagerPolicy: static
-memoryManagerPolicy: Static
-kubeReserved: {{cpu: "1", memory: 512Mi}}
-reservedMemory:
-- numaNode: 0
-  limits: {{memory: 612Mi}}
----
-apiVersion: kubeletemu.io/v1alpha1
-kind: EmulatorConfiguration
-nodeName: gpu-node
-devices:
-- resourceName: nvidia.com/gpu
-  devices: [{gpus}]
-"""
+
+def gpu_config(gpus: str) -> str:
+    """The sample host (2 NUMA nodes of 8 CPUs; kube-reserved takes CPU 0, on NUMA 0), pod scope, these
+    NVIDIA GPUs."""
+    return kubelet_config(
+        "single-numa-node",
+        "pod",
+        emulator=f"nodeName: gpu-node\ndevices:\n- resourceName: nvidia.com/gpu\n  devices: [{gpus}]\n",
+    )
+
+
 KOORD = """apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 profiles:
@@ -54,31 +46,15 @@ def pod(name: str, limits: str) -> str:
     )
 
 
-MakeDaemon = Callable[[str], DaemonProcess]
+MakeDaemon = Callable[..., DaemonProcess]
+GpuDaemon = Callable[[str], DaemonProcess]
 GPU_POD = pod("gpu-pod", 'cpu: "4", memory: 1Gi, nvidia.com/gpu: "1"')
 
 
 @pytest.fixture
-def gpu_daemon(tmp_path: Path, sample_tree: tuple[Path, Path]) -> Iterator[MakeDaemon]:
-    started: list[DaemonProcess] = []
-
-    def factory(gpus: str) -> DaemonProcess:
-        config = tmp_path / "config.yaml"
-        config.write_text(CONFIG.format(gpus=gpus))
-        daemon = DaemonProcess(
-            config=config,
-            state_dir=tmp_path / "state",
-            socket=tmp_path / "k.sock",
-            sysfs_root=sample_tree[0],
-            procfs_root=sample_tree[1],
-            log=tmp_path / "daemon.log",
-        )
-        started.append(daemon)
-        return daemon.start()
-
-    yield factory
-    for daemon in started:
-        daemon.stop()
+def gpu_daemon(make_daemon: MakeDaemon) -> GpuDaemon:
+    """``gpu_daemon(gpus)``: the daemon on :func:`gpu_config`."""
+    return lambda gpus: make_daemon(config_text=gpu_config(gpus))
 
 
 def schedule(daemon: DaemonProcess, manifest: str, config: str = KOORD, flavour: str = "") -> pb.NodeVerdict:
@@ -108,7 +84,7 @@ def cli(daemon: DaemonProcess, cwd: Path, *args: str) -> subprocess.CompletedPro
     )  # fmt: skip
 
 
-def test_the_free_gpus_numa_node_decides_koordinators_fit(gpu_daemon: MakeDaemon, tmp_path: Path) -> None:
+def test_the_free_gpus_numa_node_decides_koordinators_fit(gpu_daemon: GpuDaemon, tmp_path: Path) -> None:
     """GPU-0 on NUMA 0, GPU-1 on NUMA 1. A pod pins NUMA 1's 8 CPUs, another takes GPU-0 (and a CPU of
     NUMA 0): the free GPU is on the NUMA node without CPUs. The kubelet refuses a 4-CPU GPU pod, and so
     does Koordinator on koordlet's objects; on RTE's (no Device, no annotations) it lets it through."""
@@ -171,7 +147,7 @@ def test_the_free_gpus_numa_node_decides_koordinators_fit(gpu_daemon: MakeDaemon
     assert local.returncode == 2 and "needs --live or --socket" in local.stderr
 
 
-def test_the_only_gpu_in_use(gpu_daemon: MakeDaemon) -> None:
+def test_the_only_gpu_in_use(gpu_daemon: GpuDaemon) -> None:
     """One GPU, held by an admitted pod: Koordinator sees it used through the holder's device-allocated
     annotation (DeviceShare: no device left); RTE's objects do not show it."""
     daemon = gpu_daemon("{id: GPU-0, numaNodes: [1]}")

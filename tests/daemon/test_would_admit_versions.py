@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import grpc
@@ -74,22 +74,15 @@ REFUSED_OPTION = (
 )
 
 
+MakeDaemon = Callable[..., DaemonProcess]
+
+
 @pytest.fixture
-def daemon(tmp_path: Path, sample_tree: tuple[Path, Path]) -> Iterator[DaemonProcess]:
-    config = tmp_path / "config.yaml"
-    config.write_text(CONFIG)
-    process = DaemonProcess(
-        config=config,
-        state_dir=tmp_path / "state",
-        socket=tmp_path / "k.sock",
-        sysfs_root=sample_tree[0],
-        procfs_root=sample_tree[1],
-        log=tmp_path / "daemon.log",
-    ).start()
+def daemon(make_daemon: MakeDaemon) -> DaemonProcess:
+    process = make_daemon(config_text=CONFIG)
     reply = process.stub().Admit(pb.AdmitRequest(pod=pb.PodSource(manifest=HOLDER)), timeout=10)
     assert reply.admitted, reply.message
-    yield process
-    process.stop()
+    return process
 
 
 def would_admit(daemon: DaemonProcess, manifest: str, version: str = "") -> pb.AdmitResponse:
@@ -117,49 +110,37 @@ def test_the_answer_changes_between_versions(daemon: DaemonProcess) -> None:
     assert "unrecognized feature gate: KubeletPodResourcesListUseActivePods (kubeletVersion 1.33)" in details
 
 
-def test_pod_level_requests_count_from_1_34(tmp_path: Path, sample_tree: tuple[Path, Path]) -> None:
+def test_pod_level_requests_count_from_1_34(make_daemon: MakeDaemon, tmp_path: Path) -> None:
     # Without the option (which 1.33 refuses here), on the node holding 8 of its 15 CPUs.
-    config = tmp_path / "config.yaml"
-    config.write_text(
-        CONFIG.replace('cpuManagerPolicyOptions: {strict-cpu-reservation: "true"}\n', "").replace(
+    daemon = make_daemon(
+        config_text=CONFIG.replace('cpuManagerPolicyOptions: {strict-cpu-reservation: "true"}\n', "").replace(
             "  KubeletPodResourcesListUseActivePods: true\n", ""
         )
     )
-    daemon = DaemonProcess(
-        config=config,
-        state_dir=tmp_path / "state",
-        socket=tmp_path / "k.sock",
-        sysfs_root=sample_tree[0],
-        procfs_root=sample_tree[1],
-        log=tmp_path / "daemon.log",
-    ).start()
-    try:
-        assert daemon.stub().Admit(pb.AdmitRequest(pod=pb.PodSource(manifest=HOLDER)), timeout=10).admitted
-        # 1.33: PodLevelResources is alpha and off, so the node fit ignores the pod-level requests, and
-        # the pod-features admit handler then refuses the pod for setting them.
-        old = would_admit(daemon, POD_LEVEL, "1.33")
-        assert (old.admitted, old.reason) == (False, "PodLevelResourcesNotSupported")
-        assert old.message == "PodLevelResources feature gate is disabled"
-        for version in ("1.34", ""):
-            new = would_admit(daemon, POD_LEVEL, version)
-            assert (new.admitted, new.reason) == (False, "OutOfcpu")
-            assert "requested: 8000, used: 8000, capacity: 15000" in new.message
-        # A what-if: the node still holds the one pod it held.
-        listed = daemon.stub().ListPods(pb.ListPodsRequest(), timeout=10)
-        assert [p.name for p in listed.pods] == ["holder"]
+    assert daemon.stub().Admit(pb.AdmitRequest(pod=pb.PodSource(manifest=HOLDER)), timeout=10).admitted
+    # 1.33: PodLevelResources is alpha and off, so the node fit ignores the pod-level requests, and
+    # the pod-features admit handler then refuses the pod for setting them.
+    old = would_admit(daemon, POD_LEVEL, "1.33")
+    assert (old.admitted, old.reason) == (False, "PodLevelResourcesNotSupported")
+    assert old.message == "PodLevelResources feature gate is disabled"
+    for version in ("1.34", ""):
+        new = would_admit(daemon, POD_LEVEL, version)
+        assert (new.admitted, new.reason) == (False, "OutOfcpu")
+        assert "requested: 8000, used: 8000, capacity: 15000" in new.message
+    # A what-if: the node still holds the one pod it held.
+    listed = daemon.stub().ListPods(pb.ListPodsRequest(), timeout=10)
+    assert [p.name for p in listed.pods] == ["holder"]
 
-        cli = cli_runner(daemon, tmp_path)
-        older = cli("would-admit", "-f", "pod.yaml", "--kubelet-version", "1.33")
-        assert older.returncode == 1, older.stderr
-        assert "REJECTED PodLevelResourcesNotSupported" in older.stdout
-        newer = cli("would-admit", "-f", "pod.yaml", "--kubelet-version", "v1.34.3")
-        assert newer.returncode == 1, newer.stderr
-        assert "REJECTED OutOfcpu" in newer.stdout
-        unknown = cli("would-admit", "-f", "pod.yaml", "--kubelet-version", "1.29")
-        assert unknown.returncode == 2
-        assert 'kubeletVersion "1.29": supported: 1.33, 1.34, 1.35, 1.36, master' in unknown.stderr
-    finally:
-        daemon.stop()
+    cli = cli_runner(daemon, tmp_path)
+    older = cli("would-admit", "-f", "pod.yaml", "--kubelet-version", "1.33")
+    assert older.returncode == 1, older.stderr
+    assert "REJECTED PodLevelResourcesNotSupported" in older.stdout
+    newer = cli("would-admit", "-f", "pod.yaml", "--kubelet-version", "v1.34.3")
+    assert newer.returncode == 1, newer.stderr
+    assert "REJECTED OutOfcpu" in newer.stdout
+    unknown = cli("would-admit", "-f", "pod.yaml", "--kubelet-version", "1.29")
+    assert unknown.returncode == 2
+    assert 'kubeletVersion "1.29": supported: 1.33, 1.34, 1.35, 1.36, master' in unknown.stderr
 
 
 def cli_runner(daemon: DaemonProcess, tmp_path: Path) -> Callable[..., subprocess.CompletedProcess[str]]:

@@ -6,21 +6,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.nodes import kubelet_config, static_managers
+
 EXAMPLE = (
     Path(__file__).resolve().parents[2] / "kubeletemu" / "data" / "examples" / "fleet-reserve-cache.yaml"
 )
 
-KUBELET_CONFIG = """\
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-topologyManagerPolicy: single-numa-node
-cpuManagerPolicy: static
-memoryManagerPolicy: Static
-kubeReserved: {cpu: "1", memory: 1Gi}
-reservedMemory:
-- numaNode: 0
-  limits: {memory: 1124Mi}
-"""
+# The static CPU and Memory Managers, 1 CPU and 1Gi kube-reserved.
+KUBELET_CONFIG = kubelet_config("single-numa-node", managers=static_managers(1024))
 
 SMALL = """\
 apiVersion: kubeletemu.io/v1alpha1

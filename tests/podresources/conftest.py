@@ -33,16 +33,8 @@ def start_daemon(short_dir: Path, general_tree: tuple[Path, Path]) -> Iterator[S
     started: list[DaemonProcess] = []
 
     def start(config_text: str | None = None) -> DaemonProcess:
-        config = short_dir / "config.yaml"
-        config.write_text(config_text or general_config(policy="single-numa-node"))
-        daemon = DaemonProcess(
-            config=config,
-            state_dir=short_dir / "state",
-            socket=short_dir / "k.sock",
-            sysfs_root=general_tree[0],
-            procfs_root=general_tree[1],
-            log=short_dir / "daemon.log",
-        )
+        text = config_text or general_config(policy="single-numa-node")
+        daemon = DaemonProcess.in_dir(short_dir, text, general_tree)
         started.append(daemon)
         return daemon.start()
 

@@ -22,60 +22,26 @@ from pathlib import Path
 
 import pytest
 
-import hostprobe
-from hostprobe.synthetic import SyntheticHost, write_tree
 from kubeletemu.admission import get_pod_admit_result
 from kubeletemu.config import parse_config
 from kubeletemu.cpumanager.errors import CPUAllocationError, SMTAlignmentError
 from kubeletemu.emulator import NodeEmulator
 from kubeletemu.lifecycle.predicate import InsufficientResource
 from kubeletemu.machine import Machine
-from kubeletemu.manifest import parse_pods
 from kubeletemu.topologymanager.errors import TopologyAffinityError
 from kubeletemu.versions import SUPPORTED
+from tests.versions.helpers import pod, versioned_config
 
-# 2 NUMA nodes of 4 cores x 2 threads (CPUs 8n .. 8n+7 on node n); CPU 0 reserved: 15000m allocatable.
-TWO_NODES = SyntheticHost(sockets=2, cores_per_socket=4, threads_per_core=2)
-
-CONFIG = """\
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-topologyManagerPolicy: {policy}
-cpuManagerPolicy: static
-cpuManagerPolicyOptions: {{full-pcpus-only: "true"}}
-reservedSystemCPUs: "0"
----
-apiVersion: kubeletemu.io/v1alpha1
-kind: EmulatorConfiguration
-kubeletVersion: "{version}"
-devices:
-- resourceName: example.com/dev
-  devices:
-  - {{id: dev0, numaNodes: [1]}}
-"""
-
-POD = """\
-apiVersion: v1
-kind: Pod
-metadata: {{name: p, namespace: default, uid: uid-p}}
-spec:
-  containers:
-  - name: c
-    resources:
-      limits: {{{limits}}}
-"""
-
-
-@pytest.fixture(scope="module")
-def two_nodes(tmp_path_factory: pytest.TempPathFactory) -> Machine:
-    sys_root, proc_root = write_tree(tmp_path_factory.mktemp("two"), TWO_NODES)
-    return Machine.from_host(hostprobe.probe(str(sys_root), str(proc_root)))
+# The static CPU Manager with full-pcpus-only; CPU 0 reserved: 15000m allocatable on two_nodes (CPUs
+# 8n .. 8n+7 on node n). One device, on node 1.
+FULL_PCPUS_ONLY = (
+    'cpuManagerPolicy: static\ncpuManagerPolicyOptions: {full-pcpus-only: "true"}\nreservedSystemCPUs: "0"\n'
+)
 
 
 def refusal(machine: Machine, version: str, limits: str, policy: str = "best-effort") -> tuple[str, str]:
-    emulator = NodeEmulator(parse_config(CONFIG.format(policy=policy, version=version)), machine)
-    (pod,) = parse_pods(POD.format(limits=limits))
-    report = emulator.would_admit(pod)
+    config = versioned_config(version, policy, managers=FULL_PCPUS_ONLY, device_numa=1)
+    report = NodeEmulator(parse_config(config), machine).would_admit(pod("p", limits))
     assert not report.admitted
     return report.reason, report.message
 

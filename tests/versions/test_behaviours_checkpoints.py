@@ -9,13 +9,13 @@ the struct, written out by hand below), not with the code under test.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 from fnv_hash_fast import fnv1a_32
 
-import hostprobe
-from hostprobe.synthetic import SyntheticHost, write_tree
+from hostprobe.synthetic import SyntheticHost
 from kubeletemu.config import parse_config
 from kubeletemu.cpumanager.errors import StateError
 from kubeletemu.cpumanager.state.formats import data_checksum
@@ -24,67 +24,42 @@ from kubeletemu.machine import Machine
 from kubeletemu.manifest import parse_pods
 from kubeletemu.memorymanager.errors import MemoryManagerError
 from kubeletemu.versions.behaviours import behaviours, step_at
+from tests.nodes import probe_machine, static_managers
+from tests.versions.helpers import pod_manifest, versioned_config
 
 # 2 NUMA nodes of 2 cores x 2 threads: node 0 holds CPUs 0,1,4,5? (SyntheticHost numbering) - the tests
 # read the sets from the files, not from this comment.
 HOST = SyntheticHost(sockets=2, cores_per_socket=2, threads_per_core=2)
 
-CONFIG = """\
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-topologyManagerPolicy: best-effort
-topologyManagerScope: pod
-cpuManagerPolicy: static
-memoryManagerPolicy: Static
-kubeReserved: {{cpu: "1", memory: 512Mi}}
-reservedMemory:
-- numaNode: 0
-  limits: {{memory: 612Mi}}
-{gates}---
-apiVersion: kubeletemu.io/v1alpha1
-kind: EmulatorConfiguration
-kubeletVersion: "{version}"
-"""
+PLAIN_POD = pod_manifest("plain", 'cpu: "2", memory: 512Mi')
 
-PLAIN_POD = """\
-apiVersion: v1
-kind: Pod
-metadata: {name: plain, namespace: default, uid: uid-plain}
-spec:
-  containers:
-  - name: c
-    resources:
-      limits: {cpu: "2", memory: 512Mi}
-"""
 
-# Pod-level resources: a 2-CPU bubble, one exclusive CPU for the container, one CPU shared in the pod.
-POD_LEVEL_POD = """\
-apiVersion: v1
-kind: Pod
-metadata: {name: plr, namespace: default, uid: uid-plr}
-spec:
-  resources:
-    requests: {cpu: "2", memory: 1Gi}
-    limits: {cpu: "2", memory: 1Gi}
-  containers:
-  - name: c
-    resources:
-      limits: {cpu: "%s", memory: 512Mi}
-"""
+def pod_level_pod(container_cpu: str) -> str:
+    """Pod-level resources: a 2-CPU bubble, ``container_cpu`` exclusive CPUs for the container, the rest
+    shared in the pod."""
+    return pod_manifest(
+        "plr",
+        f'cpu: "{container_cpu}", memory: 512Mi',
+        'requests: {cpu: "2", memory: 1Gi}, limits: {cpu: "2", memory: 1Gi}',
+    )
 
-GATE_ON = "featureGates: {PodLevelResourceManagers: true}\n"
+
+GATE_ON = {"PodLevelResourceManagers": True}
 CPU_FILE = "cpu_manager_state"
 MEMORY_FILE = "memory_manager_state"
 
 
 @pytest.fixture(scope="module")
 def machine(tmp_path_factory: pytest.TempPathFactory) -> Machine:
-    sys_root, proc_root = write_tree(tmp_path_factory.mktemp("host"), HOST)
-    return Machine.from_host(hostprobe.probe(str(sys_root), str(proc_root)))
+    return probe_machine(tmp_path_factory.mktemp("host"), HOST)
 
 
-def node(machine: Machine, state: Path, version: str, gates: str = "") -> NodeEmulator:
-    return NodeEmulator(parse_config(CONFIG.format(version=version, gates=gates)), machine, state)
+def node(
+    machine: Machine, state: Path, version: str, gates: Mapping[str, bool] | None = None
+) -> NodeEmulator:
+    """Pod scope, the static CPU and Memory Managers."""
+    text = versioned_config(version, scope="pod", managers=static_managers(), gates=gates)
+    return NodeEmulator(parse_config(text), machine, state)
 
 
 def admit(emulator: NodeEmulator, manifest: str) -> None:
@@ -168,9 +143,11 @@ def test_data_checksum_matches_the_upstream_vector() -> None:
 # ---- bytes written ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("version", "gates"), [("1.33", ""), ("1.34", ""), ("1.35", ""), ("1.36", "")])
+@pytest.mark.parametrize(
+    ("version", "gates"), [("1.33", None), ("1.34", None), ("1.35", None), ("1.36", None)]
+)
 def test_v2_written_up_to_136_without_the_gate(
-    machine: Machine, tmp_path: Path, version: str, gates: str
+    machine: Machine, tmp_path: Path, version: str, gates: Mapping[str, bool] | None
 ) -> None:
     admit(node(machine, tmp_path, version, gates), PLAIN_POD)
     doc = cpu_doc(tmp_path)
@@ -187,7 +164,7 @@ def test_136_without_the_gate_writes_the_bytes_135_writes(machine: Machine, tmp_
 
 
 def test_136_with_the_gate_writes_v3_with_pod_entries(machine: Machine, tmp_path: Path) -> None:
-    admit(node(machine, tmp_path, "1.36", GATE_ON), POD_LEVEL_POD % "1")
+    admit(node(machine, tmp_path, "1.36", GATE_ON), pod_level_pod("1"))
     doc = cpu_doc(tmp_path)
     assert list(doc) == ["policyName", "defaultCpuSet", "entries", "podEntries", "checksum"]
     pods = doc["podEntries"]
@@ -198,9 +175,11 @@ def test_136_with_the_gate_writes_v3_with_pod_entries(machine: Machine, tmp_path
     assert doc["checksum"] != v2_checksum(doc)
 
 
-@pytest.mark.parametrize("gates", ["", GATE_ON])
-def test_master_writes_v4_with_an_embedded_v2(machine: Machine, tmp_path: Path, gates: str) -> None:
-    manifest = POD_LEVEL_POD % "1" if gates else PLAIN_POD
+@pytest.mark.parametrize("gates", [None, GATE_ON])
+def test_master_writes_v4_with_an_embedded_v2(
+    machine: Machine, tmp_path: Path, gates: Mapping[str, bool] | None
+) -> None:
+    manifest = pod_level_pod("1") if gates else PLAIN_POD
     admit(node(machine, tmp_path, "master", gates), manifest)
     doc = cpu_doc(tmp_path)
     assert list(doc) == ["policyName", "defaultCpuSet", "entries", "checksum", "data", "dataChecksum"]
@@ -227,7 +206,7 @@ def test_master_writes_v4_with_an_embedded_v2(machine: Machine, tmp_path: Path, 
 def test_136_reads_a_master_file_through_its_v2_losing_pod_entries(machine: Machine, tmp_path: Path) -> None:
     """Downgrade: the bubble is the container's own 2 CPUs, so the V2 part alone is a consistent state."""
     writer = node(machine, tmp_path, "master", GATE_ON)
-    admit(writer, POD_LEVEL_POD % "2")
+    admit(writer, pod_level_pod("2"))
     assert writer.cm.cpus.state.get_pod_cpu_assignments()
     container_cpus = writer.cm.cpus.state.get_cpu_assignments()["uid-plr"]["c"]
     reader = node(machine, tmp_path, "1.36", GATE_ON)
@@ -254,17 +233,19 @@ def test_master_reads_a_135_file_and_rewrites_it_as_v4(machine: Machine, tmp_pat
 
 def test_master_reads_a_136_v3_file_keeping_pod_entries(machine: Machine, tmp_path: Path) -> None:
     writer = node(machine, tmp_path, "1.36", GATE_ON)
-    admit(writer, POD_LEVEL_POD % "1")
+    admit(writer, pod_level_pod("1"))
     pods = writer.cm.cpus.state.get_pod_cpu_assignments()
     assert pods
     assert node(machine, tmp_path, "master", GATE_ON).cm.cpus.state.get_pod_cpu_assignments() == pods
 
 
-@pytest.mark.parametrize(("version", "gates"), [("1.35", ""), ("1.36", "")])
-def test_a_v3_file_is_refused_without_v3(machine: Machine, tmp_path: Path, version: str, gates: str) -> None:
+@pytest.mark.parametrize(("version", "gates"), [("1.35", None), ("1.36", None)])
+def test_a_v3_file_is_refused_without_v3(
+    machine: Machine, tmp_path: Path, version: str, gates: Mapping[str, bool] | None
+) -> None:
     """1.35, or 1.36 with the gate off: V2's checksum fails, the V1 fallback fails on the entries' shape,
     and that last error is the one reported."""
-    admit(node(machine, tmp_path, "1.36", GATE_ON), POD_LEVEL_POD % "1")
+    admit(node(machine, tmp_path, "1.36", GATE_ON), pod_level_pod("1"))
     with pytest.raises(StateError) as caught:
         node(machine, tmp_path, version, gates)
     assert str(caught.value) == (
@@ -296,7 +277,7 @@ def test_master_refuses_a_v4_file_whose_data_does_not_match(machine: Machine, tm
 def test_136_with_the_gate_reads_a_zero_v3_checksum_as_v2(machine: Machine, tmp_path: Path) -> None:
     """V3 takes no zero checksum, V2 does: the file is read as V2, its ``podEntries`` dropped, and the
     pod's shared CPU is then in no set, which the static policy's ``validateState`` refuses."""
-    admit(node(machine, tmp_path, "1.36", GATE_ON), POD_LEVEL_POD % "1")
+    admit(node(machine, tmp_path, "1.36", GATE_ON), pod_level_pod("1"))
     doc = cpu_doc(tmp_path)
     pods, entries = doc["podEntries"], doc["entries"]
     assert isinstance(pods, dict) and isinstance(entries, dict)

@@ -8,9 +8,7 @@ from pathlib import Path
 
 import pytest
 
-import hostprobe
 from hostprobe.sample import write_sample_tree
-from hostprobe.synthetic import SyntheticHost, write_tree
 from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
 from kubeletemu.config import parse_config
 from kubeletemu.config.errors import ConfigError
@@ -33,64 +31,20 @@ from kubeletemu.versions import SUPPORTED
 from kubeletemu.versions.behaviours import behaviours, in_effect
 from kubeletemu.versions.gates import effective_gates
 from tests.daemon.daemon_process import DaemonProcess
+from tests.versions.helpers import pod_manifest, versioned_config
 
 KEY = "admission.pod-level-resources-gate-default"
 REASON = "PodLevelResourcesNotSupported"
 MESSAGE = "PodLevelResources feature gate is disabled"
 
-# 2 NUMA nodes of 4 cores x 2 threads: node n holds CPUs 8n .. 8n+7.
-TWO_NODES = SyntheticHost(sockets=2, cores_per_socket=4, threads_per_core=2)
-
-CONFIG = """\
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-topologyManagerPolicy: {policy}
-cpuManagerPolicy: static
-reservedSystemCPUs: "0"
-{gates}---
-apiVersion: kubeletemu.io/v1alpha1
-kind: EmulatorConfiguration
-kubeletVersion: "{version}"
-"""
-
-# Guaranteed in its container (2 CPUs: exclusive under the static policy) and at pod level.
-POD_LEVEL_POD = """\
-apiVersion: v1
-kind: Pod
-metadata: {{name: {name}, namespace: default, uid: uid-{name}}}
-spec:
-  resources:
-    {field}: {{{resources}}}
-  containers:
-  - name: c
-    resources:
-      limits: {{cpu: "{cpu}", memory: 256Mi}}
-"""
-
-PLAIN_POD = """\
-apiVersion: v1
-kind: Pod
-metadata: {name: plain, namespace: default, uid: uid-plain}
-spec:
-  containers:
-  - name: c
-    resources:
-      limits: {cpu: "2", memory: 256Mi}
-"""
-
-
-@pytest.fixture(scope="module")
-def two_nodes(tmp_path_factory: pytest.TempPathFactory) -> Machine:
-    sys_root, proc_root = write_tree(tmp_path_factory.mktemp("two"), TWO_NODES)
-    return Machine.from_host(hostprobe.probe(str(sys_root), str(proc_root)))
+PLAIN_POD = pod_manifest("plain", 'cpu: "2", memory: 256Mi')
 
 
 def node(
     machine: Machine, version: str, gates: dict[str, bool] | None = None, policy: str = "best-effort"
 ) -> NodeEmulator:
-    setting = "".join(f"  {name}: {str(on).lower()}\n" for name, on in (gates or {}).items())
-    text = CONFIG.format(policy=policy, gates=f"featureGates:\n{setting}" if setting else "", version=version)
-    return NodeEmulator(parse_config(text), machine)
+    """On two_nodes (node n holds CPUs 8n .. 8n+7)."""
+    return NodeEmulator(parse_config(versioned_config(version, policy, gates=gates)), machine)
 
 
 # From 1.36 the kubelet refuses PodLevelResources off while InPlacePodLevelResourcesVerticalScaling (beta,
@@ -103,16 +57,23 @@ GATE_OFF = {
 }
 
 
+def pod_level_manifest(
+    name: str = "plr", resources: str = 'cpu: "2", memory: 256Mi', field: str = "limits", cpu: str = "2"
+) -> str:
+    """Guaranteed in its container (2 CPUs: exclusive under the static policy) and at pod level."""
+    return pod_manifest(name, f'cpu: "{cpu}", memory: 256Mi', f"{field}: {{{resources}}}")
+
+
 def pod_level_pod(
     name: str = "plr", resources: str = 'cpu: "2", memory: 256Mi', field: str = "limits", cpu: str = "2"
 ) -> Pod:
-    (pod,) = parse_pods(POD_LEVEL_POD.format(name=name, field=field, resources=resources, cpu=cpu))
-    return pod
+    (parsed,) = parse_pods(pod_level_manifest(name, resources, field, cpu))
+    return parsed
 
 
 def plain_pod() -> Pod:
-    (pod,) = parse_pods(PLAIN_POD)
-    return pod
+    (parsed,) = parse_pods(PLAIN_POD)
+    return parsed
 
 
 # ---- the registry row follows the gate's default -----------------------------------------------------
@@ -232,21 +193,10 @@ def test_would_admit_at_133_from_a_master_node(two_nodes: Machine) -> None:
 
 
 def test_daemon_at_133_refuses_with_the_kubelets_reason(tmp_path: Path) -> None:
-    sys_root, proc_root = write_sample_tree(tmp_path / "sample")
-    config = tmp_path / "config.yaml"
-    config.write_text(CONFIG.format(policy="best-effort", gates="", version="1.33"))
-    daemon = DaemonProcess(
-        config=config,
-        state_dir=tmp_path / "state",
-        socket=tmp_path / "k.sock",
-        sysfs_root=Path(sys_root),
-        procfs_root=Path(proc_root),
-        log=tmp_path / "daemon.log",
-    ).start()
+    tree = write_sample_tree(tmp_path / "sample")
+    daemon = DaemonProcess.in_dir(tmp_path, versioned_config("1.33"), tree).start()
     try:
-        manifest = POD_LEVEL_POD.format(
-            name="plr", field="limits", resources='cpu: "2", memory: 256Mi', cpu="2"
-        )
+        manifest = pod_level_manifest()
         reply = daemon.stub().Admit(pb.AdmitRequest(pod=pb.PodSource(manifest=manifest)), timeout=10)
         assert (reply.admitted, reply.reason, reply.message, reply.decided_by) == (
             False,

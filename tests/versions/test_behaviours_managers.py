@@ -3,90 +3,27 @@ shown on both sides through the emulator's admission (``NodeEmulator.admit`` / `
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Mapping
 
 import pytest
 
-import hostprobe
-from hostprobe.synthetic import SyntheticHost, write_tree
 from kubeletemu.bitmask import BitMask
 from kubeletemu.config import parse_config
 from kubeletemu.emulator import AdmissionReport, NodeEmulator
 from kubeletemu.machine import Machine
-from kubeletemu.manifest import parse_pods
 from kubeletemu.topologymanager.hint import TopologyHint
 from kubeletemu.versions.behaviours import behaviours, in_effect, step_at
+from tests.nodes import static_managers
+from tests.versions.helpers import pod, versioned_config
 
-# 4 NUMA nodes of 2 cores x 2 threads: node n holds CPUs 4n .. 4n+3 (as SyntheticHost numbers them).
-FOUR_NODES = SyntheticHost(sockets=4, cores_per_socket=2, threads_per_core=2)
-
-DEVICE_CONFIG = """\
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-topologyManagerPolicy: best-effort
-cpuManagerPolicy: static
-reservedSystemCPUs: "0"
----
-apiVersion: kubeletemu.io/v1alpha1
-kind: EmulatorConfiguration
-kubeletVersion: "{version}"
-devices:
-- resourceName: example.com/dev
-  devices:
-  - {{id: dev0, numaNodes: [0]}}
-"""
-
-DEVICE_POD = """\
-apiVersion: v1
-kind: Pod
-metadata: {name: gpu, namespace: default, uid: uid-gpu}
-spec:
-  containers:
-  - name: c
-    resources:
-      limits: {cpu: "1", memory: 256Mi, example.com/dev: "1"}
-"""
-
-# Static CPU and Memory Managers; 512Mi kube-reserved, reserved on node 0 (plus the 100Mi eviction).
-POD_LEVEL_CONFIG = """\
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-topologyManagerPolicy: best-effort
-cpuManagerPolicy: static
-memoryManagerPolicy: Static
-kubeReserved: {{cpu: "1", memory: 512Mi}}
-reservedMemory:
-- numaNode: 0
-  limits: {{memory: 612Mi}}
-{gates}---
-apiVersion: kubeletemu.io/v1alpha1
-kind: EmulatorConfiguration
-kubeletVersion: "{version}"
-"""
-
+# On four_nodes (node n holds CPUs 4n .. 4n+3): one device on node 0.
+DEVICE_POD = pod("gpu", 'cpu: "1", memory: 256Mi, example.com/dev: "1"')
 # Guaranteed at pod level and in its one container (2 CPUs, 1Gi).
-POD_LEVEL_POD = """\
-apiVersion: v1
-kind: Pod
-metadata: {name: plr, namespace: default, uid: uid-plr}
-spec:
-  resources:
-    limits: {cpu: "2", memory: 1Gi}
-  containers:
-  - name: c
-    resources:
-      limits: {cpu: "2", memory: 1Gi}
-"""
+POD_LEVEL_POD = pod("plr", 'cpu: "2", memory: 1Gi', 'limits: {cpu: "2", memory: 1Gi}')
 
 
-@pytest.fixture(scope="module")
-def four_nodes(tmp_path_factory: pytest.TempPathFactory) -> Machine:
-    sys_root, proc_root = write_tree(tmp_path_factory.mktemp("four"), FOUR_NODES)
-    return Machine.from_host(hostprobe.probe(str(sys_root), str(proc_root)))
-
-
-def node(text: str, machine: Machine, state_dir: Path | None = None) -> NodeEmulator:
-    return NodeEmulator(parse_config(text), machine, state_dir)
+def device_node(machine: Machine, version: str) -> NodeEmulator:
+    return NodeEmulator(parse_config(versioned_config(version, device_numa=0)), machine)
 
 
 def mask(*bits: int) -> BitMask:
@@ -124,8 +61,7 @@ def test_manager_behaviours_registered_with_their_versions() -> None:
 @pytest.mark.parametrize("version", ["1.35", "1.36"])
 def test_device_hints_cover_every_machine_node_before_master(four_nodes: Machine, version: str) -> None:
     """1.35 and 1.36: every mask holding node 0 (the device's) is a hint; only ``{0}`` is preferred."""
-    (pod,) = parse_pods(DEVICE_POD)
-    report = node(DEVICE_CONFIG.format(version=version), four_nodes).would_admit(pod)
+    report = device_node(four_nodes, version).would_admit(DEVICE_POD)
     assert report.admitted
     hints = provider_hints(report, "example.com/dev")
     assert hints is not None
@@ -136,8 +72,7 @@ def test_device_hints_cover_every_machine_node_before_master(four_nodes: Machine
 
 def test_device_hints_over_device_nodes_at_master(four_nodes: Machine) -> None:
     """master: ``{0}`` preferred, and one non-preferred hint over all 4 nodes for the other providers."""
-    (pod,) = parse_pods(DEVICE_POD)
-    report = node(DEVICE_CONFIG.format(version="master"), four_nodes).would_admit(pod)
+    report = device_node(four_nodes, "master").would_admit(DEVICE_POD)
     assert report.admitted
     assert provider_hints(report, "example.com/dev") == [
         TopologyHint(mask(0), True),
@@ -150,17 +85,15 @@ def test_device_hints_over_device_nodes_at_master(four_nodes: Machine) -> None:
 
 
 def test_device_hints_same_merge_both_sides(four_nodes: Machine) -> None:
-    (pod,) = parse_pods(DEVICE_POD)
-    before = node(DEVICE_CONFIG.format(version="1.35"), four_nodes).would_admit(pod)
-    after = node(DEVICE_CONFIG.format(version="master"), four_nodes).would_admit(pod)
+    before = device_node(four_nodes, "1.35").would_admit(DEVICE_POD)
+    after = device_node(four_nodes, "master").would_admit(DEVICE_POD)
     assert before.containers[0].affinity == after.containers[0].affinity
     assert before.containers[0].cpu_ids == after.containers[0].cpu_ids
 
 
 def test_would_admit_at_another_version_uses_that_versions_hints(four_nodes: Machine) -> None:
     """A master node asked about a 1.35 kubelet answers with 1.35's device hints."""
-    (pod,) = parse_pods(DEVICE_POD)
-    report = node(DEVICE_CONFIG.format(version="master"), four_nodes).would_admit(pod, kubelet_version="1.35")
+    report = device_node(four_nodes, "master").would_admit(DEVICE_POD, kubelet_version="1.35")
     hints = provider_hints(report, "example.com/dev")
     assert hints is not None and len(hints) == 8
 
@@ -168,15 +101,17 @@ def test_would_admit_at_another_version_uses_that_versions_hints(four_nodes: Mac
 # ---- CPU and Memory Managers: kubernetes#133279 ------------------------------------------------------
 
 
-def pod_level_node(machine: Machine, version: str, gates: str = "") -> NodeEmulator:
-    return node(POD_LEVEL_CONFIG.format(version=version, gates=gates), machine)
+def pod_level_node(machine: Machine, version: str, gates: Mapping[str, bool] | None = None) -> NodeEmulator:
+    """The static CPU and Memory Managers."""
+    return NodeEmulator(
+        parse_config(versioned_config(version, managers=static_managers(), gates=gates)), machine
+    )
 
 
 def test_pod_level_pod_served_per_container_at_133(four_nodes: Machine) -> None:
     """1.33 with PodLevelResources (alpha) on: exclusive CPUs and memory as for any Guaranteed pod."""
-    (pod,) = parse_pods(POD_LEVEL_POD)
-    assert pod.resources is not None
-    report = pod_level_node(four_nodes, "1.33", "featureGates: {PodLevelResources: true}\n").admit(pod)
+    assert POD_LEVEL_POD.resources is not None
+    report = pod_level_node(four_nodes, "1.33", {"PodLevelResources": True}).admit(POD_LEVEL_POD)
     assert report.admitted
     (container,) = report.containers
     assert container.exclusive_cpus
@@ -189,8 +124,7 @@ def test_pod_level_pod_served_per_container_at_133(four_nodes: Machine) -> None:
 @pytest.mark.parametrize("version", ["1.34", "1.35", "1.36", "master"])
 def test_pod_level_pod_left_to_the_shared_pool_from_134(four_nodes: Machine, version: str) -> None:
     """1.34+: no hints and no exclusive CPUs or memory for a pod using ``spec.resources``."""
-    (pod,) = parse_pods(POD_LEVEL_POD)
-    report = pod_level_node(four_nodes, version).admit(pod)
+    report = pod_level_node(four_nodes, version).admit(POD_LEVEL_POD)
     assert report.admitted
     (container,) = report.containers
     assert not container.exclusive_cpus
@@ -201,8 +135,8 @@ def test_pod_level_pod_left_to_the_shared_pool_from_134(four_nodes: Machine, ver
 
 def test_same_pod_without_pod_level_resources_is_pinned_in_every_version(four_nodes: Machine) -> None:
     """The change is about ``spec.resources`` only: without it the container is pinned at 1.34 too."""
-    (pod,) = parse_pods(POD_LEVEL_POD.replace('  resources:\n    limits: {cpu: "2", memory: 1Gi}\n', "", 1))
-    assert pod.resources is None
+    without = pod("plr", 'cpu: "2", memory: 1Gi')
+    assert without.resources is None
     for version in ("1.33", "1.34"):
-        report = pod_level_node(four_nodes, version).admit(pod)
+        report = pod_level_node(four_nodes, version).admit(without)
         assert report.admitted and report.containers[0].exclusive_cpus

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kubeletemu.versions import SUPPORTED, feature_gates
+from kubeletemu.versions import SUPPORTED, FeatureGateError, feature_gates, validate_feature_gates
 from kubeletemu.versions.behaviours import behaviours, table_markdown
 from kubeletemu.versions.derived_rows import TABLE_GATES, derived_rows
 from kubeletemu.versions.table import BEGIN, END, TableMarkersError, main, with_table
@@ -41,15 +41,56 @@ def test_derived_rows_follow_the_policy_option_and_gate_tables() -> None:
         "GA, locked on",
         "GA, locked on",
         "GA, locked on",
-        "removed",
+        "removed (kubernetes#136381)",
         "removed",
     )
-    assert rows["feature gate `PodLevelResourceManagers`"] == ("—", "—", "—", "alpha, off", "alpha, off")
+    assert rows["feature gate `PodLevelResourceManagers`"] == (
+        "—",
+        "—",
+        "—",
+        "alpha, off (kubernetes#134768)",
+        "alpha, off",
+    )
+    # A gate step without a known PR cites the gate's KEP.
+    assert rows["feature gate `InPlacePodVerticalScaling`"][2] == "GA, locked on (KEP-1287)"
     # Only gates that change within the range get a row; each row's cells come from the gate data.
     for name in TABLE_GATES:
         specs = [feature_gates(v).get(name) for v in SUPPORTED]
         changes = len({None if s is None else (s.stage, s.default, s.locked) for s in specs}) > 1
         assert (f"feature gate `{name}`" in rows) == changes
+
+
+def _observed(version: str, name: str) -> tuple[bool | None, bool, bool]:
+    """What a kubelet of ``version`` does with gate ``name``: its default (None when unknown), and whether
+    it starts with the gate set on, and set off."""
+
+    def starts(value: bool) -> bool:
+        try:
+            validate_feature_gates(version, {name: value})
+        except FeatureGateError:
+            return False
+        return True
+
+    spec = feature_gates(version).get(name)
+    return (None if spec is None else spec.default), starts(True), starts(False)
+
+
+@pytest.mark.parametrize("name", TABLE_GATES)
+def test_each_gate_row_change_shows_on_both_sides(name: str) -> None:
+    """Every cell of a gate row that differs from the version before: the two kubelets behave differently
+    at start-up — another default, a lock refusing the other value, a name the older or newer kubelet does
+    not know."""
+    row = {r.label: r.cells for r in derived_rows(SUPPORTED)}.get(f"feature gate `{name}`")
+    if row is None:
+        return  # no change within the range: no row (checked above)
+    changed = 0
+    for index in range(1, len(SUPPORTED)):
+        before, after = SUPPORTED[index - 1], SUPPORTED[index]
+        if row[index].split(" (")[0] == row[index - 1].split(" (")[0]:
+            continue
+        changed += 1
+        assert _observed(before, name) != _observed(after, name), (name, before, after)
+    assert changed
 
 
 def test_with_table_replaces_between_markers_only() -> None:

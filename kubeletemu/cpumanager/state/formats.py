@@ -262,16 +262,20 @@ def _decode_pod_entries(doc: Mapping[str, Any], struct: str) -> dict[str, str] |
     return out
 
 
+def _decode_content(doc: Mapping[str, Any], struct: str, read_as: str) -> CPUCheckpointContent:
+    """The fields V3 and V4's data share, decoded as into the Go struct ``struct``."""
+    return CPUCheckpointContent(
+        policy_name=_decode_string(doc, "policyName", struct),
+        default_cpu_set=_decode_string(doc, "defaultCpuSet", struct),
+        entries=_decode_entries(doc, struct),
+        pod_entries=_decode_pod_entries(doc, struct),
+        read_as=read_as,
+    )
+
+
 def _unmarshal_v3(blob: bytes) -> tuple[CPUCheckpointContent, int]:
     doc = _decode_document(blob, _V3_NAME)
-    content = CPUCheckpointContent(
-        policy_name=_decode_string(doc, "policyName", _V3_NAME),
-        default_cpu_set=_decode_string(doc, "defaultCpuSet", _V3_NAME),
-        entries=_decode_entries(doc, _V3_NAME),
-        pod_entries=_decode_pod_entries(doc, _V3_NAME),
-        read_as=V3,
-    )
-    return content, _decode_checksum(doc, _V3_NAME)
+    return _decode_content(doc, _V3_NAME, V3), _decode_checksum(doc, _V3_NAME)
 
 
 def load_v3(blob: bytes, names: tuple[str, ...]) -> CPUCheckpointContent:
@@ -326,13 +330,7 @@ def _unmarshal_v4(blob: bytes) -> tuple[_V4File, CPUCheckpointContent]:
         if not outer.data:
             raise CheckpointError("unexpected end of JSON input")
         inner = _decode_document(outer.data.encode("utf-8", "surrogatepass"), _DATA_STRUCT)
-        content = CPUCheckpointContent(
-            policy_name=_decode_string(inner, "policyName", _DATA_STRUCT),
-            default_cpu_set=_decode_string(inner, "defaultCpuSet", _DATA_STRUCT),
-            entries=_decode_entries(inner, _DATA_STRUCT),
-            pod_entries=_decode_pod_entries(inner, _DATA_STRUCT),
-            read_as=V4,
-        )
+        content = _decode_content(inner, _DATA_STRUCT, V4)
     except CheckpointError as err:
         raise _V4Error(outer, f"failed to deserialize cpu manager checkpoint data: {err}") from None
     return outer, content

@@ -122,6 +122,9 @@ def _restore(pod: Pod, node: NodeInfo, view: NodeState) -> rsv.NodeRestoreState:
     return rsv.restore_state(pod, node.reservations, node.pods, view.allocation)
 
 
+CycleResult = tuple[PreFilterState | Status, NodeState, FilterResult]
+
+
 class NodeNUMAResource:
     """The shipped plugin. ``filter``/``score`` may raise
     :class:`~kubeletemu.scheduler.framework.PluginPanic` (an unknown policy label on a node with NUMA
@@ -135,8 +138,23 @@ class NodeNUMAResource:
         # right after it, and as a second NUMA hint provider); a node without a Device object and without
         # pods holding devices is left alone by it.
         self.device_share = DeviceShare()
+        # The scheduling cycle's CycleState: Score and Reserve read what Filter computed for the same pod
+        # on the same node. Kept for the current pod only, by node identity (the entries hold the nodes,
+        # so an id cannot be reused while cached); NodeInfo and Pod are frozen, so an entry cannot go stale.
+        self._cycle_pod: Pod | None = None
+        self._cycle_results: dict[int, tuple[NodeInfo, CycleResult]] = {}
 
-    def _cycle(self, pod: Pod, node: NodeInfo) -> tuple[PreFilterState | Status, NodeState, FilterResult]:
+    def _cycle(self, pod: Pod, node: NodeInfo) -> CycleResult:
+        if pod is not self._cycle_pod:
+            self._cycle_pod, self._cycle_results = pod, {}
+        cached = self._cycle_results.get(id(node))
+        if cached is not None and cached[0] is node:
+            return cached[1]
+        result = self._run_cycle(pod, node)
+        self._cycle_results[id(node)] = (node, result)
+        return result
+
+    def _run_cycle(self, pod: Pod, node: NodeInfo) -> CycleResult:
         state = self.plugin.pre_filter(pod)
         view = node_state(node)
         if isinstance(state, Status):
@@ -149,7 +167,8 @@ class NodeNUMAResource:
         devices = self.device_share.pre_filter(pod)
         if isinstance(devices, Status):
             return FilterResult(devices)
-        result = self._filter(state, view, _restore(pod, node, view), self._providers(pod, node))
+        restore, providers = _restore(pod, node, view), self._providers(pod, node)
+        result = self._filter_plugin().filter(state, view, restore, providers)
         if not result.status.ok:
             return result
         status = self.device_share.filter(pod, node, affinity_stored=result.affinity is not None)
@@ -158,14 +177,9 @@ class NodeNUMAResource:
     def _providers(self, pod: Pod, node: NodeInfo) -> tuple[NUMAHintProvider, ...]:
         return (DeviceShareProvider(self.device_share, pod, node),)
 
-    def _filter(
-        self,
-        state: PreFilterState,
-        view: NodeState,
-        restore: rsv.NodeRestoreState = rsv.EMPTY_RESTORE,
-        providers: tuple[NUMAHintProvider, ...] = (),
-    ) -> FilterResult:
-        return self.plugin.filter(state, view, restore, providers)
+    def _filter_plugin(self) -> NodeNUMAResourcePlugin:
+        """The plugin whose Filter runs (the design's prefers the fewest NUMA nodes)."""
+        return self.plugin
 
     def _nominated(
         self,
@@ -295,14 +309,8 @@ class NodeNUMAResourceDesign(NodeNUMAResource):
         labels = {**view.labels, ext.LABEL_NUMA_TOPOLOGY_POLICY: self._policy(view)}
         return replace(view, labels=labels)
 
-    def _filter(
-        self,
-        state: PreFilterState,
-        view: NodeState,
-        restore: rsv.NodeRestoreState = rsv.EMPTY_RESTORE,
-        providers: tuple[NUMAHintProvider, ...] = (),
-    ) -> FilterResult:
-        return _DesignPlugin(self.plugin.args).filter(state, view, restore, providers)
+    def _filter_plugin(self) -> NodeNUMAResourcePlugin:
+        return _DesignPlugin(self.plugin.args)
 
     def _score(self, state: PreFilterState, view: NodeState, affinity: NUMATopologyHint | None) -> int:
         """Share of NUMA nodes in use after placing the pod, ×100 (MostAllocated) or its complement."""

@@ -420,6 +420,15 @@ def try_allocate_from_reusable(
     satisfied = False
     result: PodAllocation | None = None
     reasons: list[str] = []
+
+    def attempt(options: ResourceOptions) -> PodAllocation | None:
+        """``Allocate`` under ``options``; a refusal is None, its reasons kept."""
+        try:
+            return run(node, options)
+        except AllocateRefused as refused:
+            reasons.extend(refused.status.reasons)
+            return None
+
     for alloc in _ordered(allocs):
         opts = replace(
             opts,
@@ -428,31 +437,22 @@ def try_allocate_from_reusable(
             required_resources=None,
         )
         if alloc.allocate_policy in (ALLOCATE_POLICY_DEFAULT, ALLOCATE_POLICY_ALIGNED):
-            try:
-                result = run(node, opts)
-            except AllocateRefused as refused:
-                result = None
-                reasons.extend(refused.status.reasons)
+            result = attempt(opts)
+            if result is None:
                 continue
             satisfied = True
             break
         if alloc.allocate_policy != ALLOCATE_POLICY_RESTRICTED:
             continue
-        try:
-            run(node, opts)
-        except AllocateRefused as refused:
-            reasons.extend(refused.status.reasons)
+        if attempt(opts) is None:
             continue
         reserved = alloc.remained_cpus
         opts = replace(opts, required_resources=alloc.remained, preferred_cpus=alloc.remained_cpus)
         if opts.request_cpu_bind and opts.num_cpus_needed > reserved.size():
             reasons.append(ERR_NOT_ENOUGH_CPUS)
             continue
-        try:
-            result = run(node, opts)
-        except AllocateRefused as refused:
-            result = None
-            reasons.extend(refused.status.reasons)
+        result = attempt(opts)
+        if result is None:
             continue
         if result.num_cpus > reserved.size():  # a normal pod takes no more CPUs than are left
             reasons.append(ERR_NOT_ENOUGH_CPUS)

@@ -64,6 +64,7 @@ def fitting_numa(
 
     ``resources[i]`` is what zone ``i`` has available now, ``bits[i]`` its NUMA id as a mask bit."""
     mask = _ALL_BITS
+    pairs = tuple(zip(resources, bits, strict=True))  # once per call, not once per resource
     for item in request.nonzero:
         name = item.name
         if name not in on_node:
@@ -72,7 +73,7 @@ def fitting_numa(
         numa_free = item.numa_free
         listed = False
         fits = 0
-        for available, bit in zip(resources, bits, strict=True):
+        for available, bit in pairs:
             have = available.get(name)
             if have is None:
                 continue

@@ -8,9 +8,7 @@ import json
 
 import pytest
 
-import hostprobe
 from hostprobe.model import PciDevice
-from hostprobe.sample import write_sample_tree
 from kubeletemu.config import ConfigError, parse_config
 from kubeletemu.emulator import NodeEmulator
 from kubeletemu.machine import Machine
@@ -20,23 +18,14 @@ from kubeletemu.scheduler import live
 from kubeletemu.scheduler.koordinator.koordlet_device import device_type, koordlet_devices, root_complex
 from kubeletemu.scheduler.objects import Device, parse_objects
 from kubeletemu.scheduler.profile import evaluate, profiles_from_text
+from tests.nodes import kubelet_config, probe_machine
 
 ALLOCATED = "scheduling.koordinator.sh/device-allocated"
 # Sample host: 2 NUMA nodes of 8 CPUs; kube-reserved takes CPU 0 (NUMA 0).
-CONFIG = """\
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-topologyManagerPolicy: single-numa-node
-topologyManagerScope: pod
-cpuManagerPolicy: static
-memoryManagerPolicy: Static
-kubeReserved: {cpu: "1", memory: 512Mi}
-reservedMemory:
-- numaNode: 0
-  limits: {memory: 612Mi}
----
-apiVersion: kubeletemu.io/v1alpha1
-kind: EmulatorConfiguration
+CONFIG = kubelet_config(
+    "single-numa-node",
+    "pod",
+    emulator="""\
 nodeName: gpu-node
 devices:
 - resourceName: nvidia.com/gpu
@@ -45,7 +34,8 @@ devices:
   devices: [{id: dev0, numaNodes: [0]}]
 - resourceName: rdma/hca
   pciSelector: {vendors: ["8086"], devices: ["154c"]}
-"""
+""",
+)
 KOORD = """apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 profiles:
@@ -61,8 +51,7 @@ RDMA = {"koordinator.sh/rdma": "100"}
 
 @pytest.fixture(scope="module")
 def machine(tmp_path_factory: pytest.TempPathFactory) -> Machine:
-    sys_root, proc_root = write_sample_tree(tmp_path_factory.mktemp("sample"))
-    return Machine.from_host(hostprobe.probe(str(sys_root), str(proc_root)))
+    return probe_machine(tmp_path_factory.mktemp("sample"))
 
 
 def node(machine: Machine, config: str = CONFIG) -> NodeEmulator:
