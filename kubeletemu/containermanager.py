@@ -220,6 +220,7 @@ class ContainerManager:
             live = seed.memory.state
             state.set_machine_state(clone_machine_state(live.get_machine_state()))
             state.set_memory_assignments(clone_assignments(live.get_memory_assignments()))
+            state.set_pod_memory_assignments(live.get_pod_memory_assignments())
         return memorymanager.new_manager(
             kubelet.memory_manager_policy,
             self.machine.memory,

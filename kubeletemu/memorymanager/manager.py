@@ -90,6 +90,13 @@ class MemoryManager:
         with self._lock:
             self.policy.allocate(self.state, pod, container)
 
+    def allocate_pod(self, pod: Pod) -> None:
+        """``AllocatePod`` (PodLevelResourceManagers, pod scope): stale state first, then the policy."""
+        self._pending_pod = pod.uid
+        self.remove_stale_state()
+        with self._lock:
+            self.policy.allocate_pod(self.state, pod)
+
     # ---- container lifecycle ----------------------------------------------------------------------
 
     def add_container(self, pod: Pod, container: Container, container_id: str) -> None:
@@ -154,6 +161,11 @@ class MemoryManager:
     def get_memory(self, pod_uid: str, container_name: str) -> list[Block]:
         """``GetMemory``: the container's blocks (podresources ``memory``: type, size, NUMA nodes)."""
         return self.state.get_memory_blocks(pod_uid, container_name) or []
+
+    def get_pod_memory(self, pod_uid: str) -> list[Block]:
+        """``GetPodMemory``: the pod-level blocks of a pod allocated at pod level (podresources' pod
+        ``memory``, master), empty for any other pod."""
+        return self.state.get_pod_memory_blocks(pod_uid) or []
 
     def get_memory_numa_nodes(self, pod: Pod, container: Container) -> set[int] | None:
         """``GetMemoryNUMANodes``: the union of the container's block nodes, None without blocks."""

@@ -19,6 +19,9 @@ class NonePolicy:
     def allocate(self, state: State, pod: Pod, container: Container) -> None:
         return None
 
+    def allocate_pod(self, state: State, pod: Pod) -> None:
+        return None
+
     def remove_container(self, state: State, pod_uid: str, container_name: str) -> None:
         return None
 

@@ -1,5 +1,13 @@
 """The ``Static`` policy (``memorymanager/policy_static.go``): exclusive memory and hugepages per NUMA
-node or NUMA group for Guaranteed pods."""
+node or NUMA group for Guaranteed pods.
+
+With ``PodLevelResourceManagers`` (1.36 and master) a Guaranteed pod with ``spec.resources`` is served at
+pod level: hints for the pod's own requests, one pod-level allocation (:meth:`StaticPolicy.allocate_pod`,
+see :mod:`kubeletemu.memorymanager.pod_level`) recorded in the state's pod entries, released with the
+pod's last container, and charged by the pod entry (not its containers) when a restored state is
+validated. Read: the pod-level revision of ``policy_static.go`` in the code index (the one with
+``validatePodScopeResources`` and ``podSharedPoolBlocks``; the index names no commit for it).
+"""
 
 from __future__ import annotations
 
@@ -9,12 +17,15 @@ from kubeletemu.bitmask import BitMask, iterate_bitmasks
 from kubeletemu.cpumanager.pod_requests import RequestCalculator
 from kubeletemu.memorymanager.errors import MemoryAllocationError, MemoryManagerError
 from kubeletemu.memorymanager.machine import MachineInfo
-from kubeletemu.memorymanager.quantity_format import hugepage_resource_name
-from kubeletemu.memorymanager.requests import (
-    RESOURCE_MEMORY,
-    get_pod_requested_resources,
-    get_requested_resources,
+from kubeletemu.memorymanager.pod_level import (
+    EmptyPodSharedPoolError,
+    container_requested_resources,
+    partition_pod,
+    pod_requested_resources,
+    validate_pod_scope_resources,
 )
+from kubeletemu.memorymanager.quantity_format import hugepage_resource_name
+from kubeletemu.memorymanager.requests import RESOURCE_MEMORY
 from kubeletemu.memorymanager.state.state import (
     Block,
     MemoryTable,
@@ -122,9 +133,9 @@ class StaticPolicy:
     def serves(self, pod: Pod) -> bool:
         """Whether the policy gives hints and exclusive memory to ``pod``: Guaranteed (``GetPodQOS``, which
         reads ``spec.resources`` when PodLevelResources is on) and, from 1.34 (kubernetes#133279), not
-        using pod-level resources, unless PodLevelResourceManagers is on (then the pod is served per
-        container here; the kubelet's pod-level allocation of that alpha gate is not emulated). A 1.33
-        kubelet has no pod-level check."""
+        using pod-level resources unless both PodLevelResources and PodLevelResourceManagers are on (then
+        the pod is served at pod level by the pod scope, container by container by the container scope).
+        A 1.33 kubelet has no pod-level check."""
         if self.requests.qos(pod) is not QOSClass.GUARANTEED:
             return False
         return not self.requests.pod_level_unsupported(pod)
@@ -166,25 +177,14 @@ class StaticPolicy:
             return
         expected = self.get_default_machine_state()
         for pod_uid, containers in assignments.items():
+            # A pod-level pod's containers hold slices of its pod entry: the entry alone is charged.
+            if self.requests.pod_level_resource_managers:
+                pod_blocks = state.get_pod_memory_blocks(pod_uid)
+                if pod_blocks:
+                    _charge_expected(expected, pod_blocks, pod_uid, "")
+                    continue
             for name, blocks in containers.items():
-                for block in blocks:
-                    remaining = block.size
-                    for node_id in block.numa_affinity:
-                        node = expected.get(node_id)
-                        if node is None:
-                            raise MemoryManagerError(
-                                f"[memorymanager] (pod: {pod_uid}, container: {name}) the memory assignment "
-                                "uses the NUMA that does not exist"
-                            )
-                        node.number_of_assignments += 1
-                        node.cells = list(block.numa_affinity)
-                        table = node.memory_map.get(block.type)
-                        if table is None:
-                            raise MemoryManagerError(
-                                f"[memorymanager] (pod: {pod_uid}, container: {name}) the memory assignment "
-                                "uses memory resource that does not exist"
-                            )
-                        remaining = _charge(table, remaining)
+                _charge_expected(expected, blocks, pod_uid, name)
         if not are_machine_states_equal(machine_state, expected):
             raise MemoryManagerError(
                 "[memorymanager] the expected machine state is different from the real one"
@@ -196,7 +196,7 @@ class StaticPolicy:
         if not self.serves(pod):
             return None
         try:
-            requested = get_requested_resources(container)
+            requested = container_requested_resources(self.requests, pod, container)
         except MemoryAllocationError:
             return None
         blocks = state.get_memory_blocks(pod.uid, container.name)
@@ -205,11 +205,17 @@ class StaticPolicy:
         return self.calculate_hints(state.get_machine_state(), pod, requested)
 
     def get_pod_topology_hints(self, state: State, pod: Pod) -> ProviderHints:
+        """``GetPodTopologyHints``; a pod-level managed pod whose budget leaves a needed pool empty gets
+        empty hints for each resource (the Topology Manager then rejects it)."""
         if not self.serves(pod):
             return None
         try:
-            requested = get_pod_requested_resources(pod)
+            requested = pod_requested_resources(self.requests, pod)
         except MemoryAllocationError:
+            return None
+        if self.requests.pod_level_managed(pod) and validate_pod_scope_resources(self.requests, pod):
+            return {resource: [] for resource in requested}
+        if not requested:
             return None
         for ctr in pod.all_containers():
             blocks = state.get_memory_blocks(pod.uid, ctr.name)
@@ -281,8 +287,25 @@ class StaticPolicy:
             self._update_pod_reusable_memory(pod, container, blocks)
             return
         hint = self.affinity.get_affinity(pod.uid, container.name)
-        requested = get_requested_resources(container)
+        requested = container_requested_resources(self.requests, pod, container)
         machine_state = state.get_machine_state()
+        mask = self._aligned_mask(machine_state, pod, requested, hint)
+        bits = tuple(mask.bits())
+        container_blocks: list[Block] = []
+        for resource, size in requested.items():
+            container_blocks.append(Block(bits, resource, size))
+            reusable = self._pod_reusable_memory(pod.uid, mask, resource)
+            update_machine_state(machine_state, bits, resource, 0 if reusable >= size else size - reusable)
+        self._update_pod_reusable_memory(pod, container, container_blocks)
+        state.set_machine_state(machine_state)
+        state.set_memory_blocks(pod.uid, container.name, container_blocks)
+        self._update_init_containers_memory_blocks(state, pod, container, container_blocks)
+
+    def _aligned_mask(
+        self, machine_state: NUMANodeMap, pod: Pod, requested: Mapping[str, int], hint: TopologyHint
+    ) -> BitMask:
+        """The merged hint, or the default one when it has no affinity, extended until the free memory
+        fits the request; refused when it would mix single- and cross-NUMA allocations."""
         best = hint
         if hint.affinity is None:
             default = self._get_default_hint(machine_state, pod, requested)
@@ -298,18 +321,50 @@ class StaticPolicy:
         assert best.affinity is not None
         if is_affinity_violating_numa_allocations(machine_state, best.affinity):
             raise MemoryAllocationError("[memorymanager] preferred hint violates NUMA node allocation")
+        return best.affinity
 
-        mask = best.affinity
+    # ---- pod-level allocate (PodLevelResourceManagers) --------------------------------------------
+
+    def allocate_pod(self, state: State, pod: Pod) -> None:
+        """``AllocatePod``, called once per pod by the pod scope with PodLevelResourceManagers.
+
+        Guaranteed pods only; a request that cannot be read is skipped (the kubelet logs it and admits).
+        Counted as the kubelet counts: one pinning request for the pod, one per init container and per
+        app container with requests it partitions; one pinning error if the call fails.
+        """
+        if self.requests.qos(pod) is not QOSClass.GUARANTEED:
+            return
+        try:
+            total = pod_requested_resources(self.requests, pod)
+        except MemoryAllocationError:
+            return
+        self.pinning_requests += 1
+        try:
+            self._allocate_pod(state, pod, total)
+        except Exception:
+            self.pinning_errors += 1
+            raise
+
+    def _allocate_pod(self, state: State, pod: Pod, total: Mapping[str, int]) -> None:
+        problem = validate_pod_scope_resources(self.requests, pod)
+        if problem is not None:
+            raise EmptyPodSharedPoolError(problem)
+        machine_state = state.get_machine_state()
+        containers = list(pod.all_containers())
+        if not containers:
+            raise MemoryAllocationError(f"pod {pod.namespace}/{pod.name} has no containers")
+        # The pod scope stored the pod's hint under every container; the first one's is read.
+        hint = self.affinity.get_affinity(pod.uid, containers[0].name)
+        mask = self._aligned_mask(machine_state, pod, total, hint)
         bits = tuple(mask.bits())
-        container_blocks: list[Block] = []
-        for resource, size in requested.items():
-            container_blocks.append(Block(bits, resource, size))
-            reusable = self._pod_reusable_memory(pod.uid, mask, resource)
-            update_machine_state(machine_state, bits, resource, 0 if reusable >= size else size - reusable)
-        self._update_pod_reusable_memory(pod, container, container_blocks)
+        partition = partition_pod(self.requests, pod, total, bits)
+        self.pinning_requests += partition.pinning_requests
+        state.set_pod_memory_blocks(pod.uid, partition.pod_blocks)
+        for resource, size in total.items():
+            update_machine_state(machine_state, bits, resource, size)
+        for container in containers:
+            state.set_memory_blocks(pod.uid, container.name, partition.container_blocks[container.name])
         state.set_machine_state(machine_state)
-        state.set_memory_blocks(pod.uid, container.name, container_blocks)
-        self._update_init_containers_memory_blocks(state, pod, container, container_blocks)
 
     def _get_default_hint(
         self, machine_state: NUMANodeMap, pod: Pod, requested: Mapping[str, int]
@@ -392,11 +447,25 @@ class StaticPolicy:
     # ---- remove ---------------------------------------------------------------------------------
 
     def remove_container(self, state: State, pod_uid: str, container_name: str) -> None:
-        """``RemoveContainer``: give each block back node by node, ungrouping nodes left unused."""
+        """``RemoveContainer``: give each block back node by node, ungrouping nodes left unused. With
+        PodLevelResourceManagers, a pod with a pod entry gives its pod blocks back with its last
+        container and nothing before."""
+        if self.requests.pod_level_resource_managers:
+            pod_blocks = state.get_pod_memory_blocks(pod_uid)
+            if pod_blocks is not None:
+                state.delete(pod_uid, container_name)
+                if not state.get_memory_assignments().get(pod_uid):
+                    self._release(state, pod_blocks)
+                    state.delete_pod(pod_uid)
+                return
         blocks = state.get_memory_blocks(pod_uid, container_name)
         if blocks is None:
             return
         state.delete(pod_uid, container_name)
+        self._release(state, blocks)
+
+    def _release(self, state: State, blocks: Sequence[Block]) -> None:
+        """``releaseMemory``."""
         machine_state = state.get_machine_state()
         for block in blocks:
             released = block.size
@@ -431,6 +500,28 @@ class StaticPolicy:
                 if table.allocatable != 0:
                     out.append(Block((node_id,), resource, table.allocatable))
         return out
+
+
+def _charge_expected(expected: NUMANodeMap, blocks: Sequence[Block], pod_uid: str, name: str) -> None:
+    """``updateExpectedMachineState``: charge a restored assignment to the default machine state."""
+    for block in blocks:
+        remaining = block.size
+        for node_id in block.numa_affinity:
+            node = expected.get(node_id)
+            if node is None:
+                raise MemoryManagerError(
+                    f"[memorymanager] (pod: {pod_uid}, container: {name}) the memory assignment "
+                    "uses the NUMA that does not exist"
+                )
+            node.number_of_assignments += 1
+            node.cells = list(block.numa_affinity)
+            table = node.memory_map.get(block.type)
+            if table is None:
+                raise MemoryManagerError(
+                    f"[memorymanager] (pod: {pod_uid}, container: {name}) the memory assignment "
+                    "uses memory resource that does not exist"
+                )
+            remaining = _charge(table, remaining)
 
 
 def _charge(table: MemoryTable, remaining: int) -> int:

@@ -24,8 +24,8 @@ manager's providers (``container_manager_linux.go``: ``GetCPUs`` = ``GetExclusiv
 Per kubelet version (``kubeletVersion``; rows in ``versions/data/behaviours/podresources.json``): the three
 gates above take that version's defaults and locks (``Get`` off in 1.33, on from 1.34, locked on from 1.36;
 ``List`` of every pod in 1.33, whose kubelet has no ``KubeletPodResourcesListUseActivePods``); the pod-level
-``PodResources.cpu_ids`` of KEP-5526 (kubernetes#138738) exist only in ``master`` — the kubelet staging
-``api.proto`` has no field 4/5 up to v0.37.0-beta.0 — so a 1.36 kubelet's pod-level allocation
+``PodResources.cpu_ids`` and ``memory`` of KEP-5526 (kubernetes#138738) exist only in ``master`` — the
+kubelet staging ``api.proto`` has no field 4/5 up to v0.37.0-beta.0 — so a 1.36 kubelet's pod-level allocation
 (``PodLevelResourceManagers``, alpha) is not reported. ``ClaimResource.share_id`` (1.35) and
 ``dynamic_resources`` never occur: the emulator has no DRA driver.
 
@@ -165,9 +165,10 @@ class _Snapshot:
         self.emulator = emulator
         self.cpus = cm.cpus.get_assignments()
         self.pod_cpus = cm.cpus.state.get_pod_cpu_assignments()
+        self.pod_memory = cm.memory.state.get_pod_memory_assignments()
         self.memory = cm.memory.state.get_memory_assignments()
         self.device_pods = cm.devices.pod_devices.pods()
-        # PodResources.cpu_ids (field 4) is served from master on; earlier kubelets' protos lack it.
+        # PodResources.cpu_ids / memory (fields 4, 5) are served from master on; earlier protos lack them.
         self.pod_level_fields = in_effect(POD_LEVEL_FIELDS, emulator.config.emulator.kubelet_version)
 
     def fill_container(self, msg: v1.ContainerResources, pod_uid: str, name: str) -> bool:
@@ -202,10 +203,14 @@ class _Snapshot:
                 add(name=c.name)
         # KEP-5526 (master): a pod-level exclusive allocation (PodLevelResourceManagers) is reported on
         # the pod; RTE's numalocality does not look at it. A 1.36 kubelet allocates it but cannot say so.
-        # (Pod-level memory, field 5, waits for the Memory Manager's pod-level state.)
-        pod_cpus = self.pod_cpus.get(uid) if self.pod_level_fields else None
-        if pod_cpus:
-            msg.cpu_ids.extend(pod_cpus.list())
+        # Memory (field 5) is the pod entry's blocks in containerMemoryFromBlock's shape (GetPodMemory).
+        if self.pod_level_fields:
+            pod_cpus = self.pod_cpus.get(uid)
+            if pod_cpus:
+                msg.cpu_ids.extend(pod_cpus.list())
+            pod_blocks = self.pod_memory.get(uid)
+            if pod_blocks:
+                msg.memory.extend(container_memory(pod_blocks))
         return exclusive
 
 

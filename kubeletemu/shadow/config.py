@@ -12,17 +12,14 @@ from __future__ import annotations
 from dataclasses import replace
 
 from kubeletemu._proto.podresources.v1 import api_pb2 as v1
-from kubeletemu.config import (
-    Config,
-    ConfigError,
-    DeviceResource,
-    KubeletConfiguration,
-    StaticDevice,
-    parse_config,
-)
+from kubeletemu.config import Config, DeviceResource, KubeletConfiguration, StaticDevice
 from kubeletemu.config.kubelet_config import KIND as KUBELET_KIND
-from kubeletemu.shadow.errors import ShadowError, SourceInvalidError
-from kubeletemu.shadow.sources import KubeletPaths
+from kubeletemu.shadow.errors import ShadowError
+
+# Parsed with the snapshot (its feature gates pick the checkpoint formats); kept importable from here.
+from kubeletemu.shadow.sources import KubeletPaths, parse_kubelet_config
+
+__all__ = ["check_own_config", "devices_from_allocatable", "mirror_config", "parse_kubelet_config"]
 
 
 def check_own_config(own: Config, paths: KubeletPaths) -> None:
@@ -39,25 +36,6 @@ def check_own_config(own: Config, paths: KubeletPaths) -> None:
             f"{origin}: devices: shadow mode takes the devices from the kubelet's GetAllocatableResources; "
             "remove this list"
         )
-
-
-def parse_kubelet_config(paths: KubeletPaths, blob: bytes) -> KubeletConfiguration:
-    try:
-        text = blob.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise SourceInvalidError(
-            f"{paths.config}: not UTF-8 text: {err.reason} at byte {err.start}"
-        ) from None
-    try:
-        parsed = parse_config(text, str(paths.config))
-    except ConfigError as err:
-        raise SourceInvalidError(str(err)) from None
-    if KUBELET_KIND not in parsed.origins:
-        raise SourceInvalidError(
-            f"{paths.config}: holds no KubeletConfiguration (kind: KubeletConfiguration, apiVersion: "
-            "kubelet.config.k8s.io/v1beta1); point kubeletConfig at the file the kubelet's --config names"
-        )
-    return parsed.kubelet
 
 
 def devices_from_allocatable(allocatable: v1.AllocatableResourcesResponse) -> tuple[DeviceResource, ...]:

@@ -2,12 +2,12 @@
 
 Built in memory, never from or into the kubelet's directory: the emulator starts empty on the kubelet's
 configuration and this host's probed topology, its managers' states are overwritten with the checkpoints'
-contents (``defaultCpuSet`` and CPU assignments, the memory manager's machine state and blocks, the device
-allocations), and the container manager is then cloned, which starts every manager on those states and so
-validates them exactly as the kubelet validates its checkpoints when it restarts (a state that does not fit
-the configuration and topology is refused with the kubelet's error). The reconstructed pods are registered
-in List order, and the kubelet's stale-state sweep drops whatever the checkpoints hold for pods it no longer
-lists.
+contents (``defaultCpuSet``, CPU assignments and, with ``PodLevelResourceManagers``, the pods' CPU sets;
+the memory manager's machine state, blocks and pods' blocks; the device allocations), and the container
+manager is then cloned, which starts every manager on those states and so validates them exactly as the
+kubelet validates its checkpoints when it restarts (a state that does not fit the configuration and
+topology is refused with the kubelet's error). The reconstructed pods are registered in List order, and
+the kubelet's stale-state sweep drops whatever the checkpoints hold for pods it no longer lists.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from kubeletemu.emulator import NodeEmulator
 from kubeletemu.machine import Machine
 from kubeletemu.registry import AdmittedPod
 from kubeletemu.shadow.assignments import KubeletAssignments, from_checkpoints
-from kubeletemu.shadow.config import mirror_config, parse_kubelet_config
+from kubeletemu.shadow.config import mirror_config
 from kubeletemu.shadow.errors import SourceInvalidError
 from kubeletemu.shadow.reconstruct import Reconstruction, reconstruct
 from kubeletemu.shadow.sources import KubeletSnapshot
@@ -61,8 +61,12 @@ def _seed(emulator: NodeEmulator, snapshot: KubeletSnapshot) -> None:
     cm = emulator.cm
     cm.cpus.state.set_default_cpu_set(checkpoints.default_cpu_set)
     cm.cpus.state.set_cpu_assignments(checkpoints.cpu_assignments)
+    # The pods' CPU sets restored as the kubelet restores them (a V3/V4 file's; none from a V2 file).
+    cm.cpus.state.set_pod_cpu_assignments(checkpoints.cpu_pod_sets)
     cm.memory.state.set_machine_state(checkpoints.memory.machine_state)
     cm.memory.state.set_memory_assignments(checkpoints.memory.entries)
+    # And the pods' own memory blocks (a 1.36+ file's ``podEntries`` with PodLevelResourceManagers).
+    cm.memory.state.set_pod_memory_assignments(checkpoints.memory.pod_entries or {})
     cm.devices.restore_checkpoint(checkpoints.devices)
     try:
         # Starting the managers on the seeded states validates them, as the kubelet's restart does.
@@ -97,9 +101,14 @@ def _consistency(mirror: Mirror) -> None:
 def build_mirror(own: Config, machine: Machine, snapshot: KubeletSnapshot) -> Mirror:
     """The kubelet's node as a :class:`NodeEmulator`; raises :class:`SourceInvalidError`."""
     paths = snapshot.paths
-    config = mirror_config(
-        own, paths, parse_kubelet_config(paths, snapshot.files.config), snapshot.allocatable
-    )
+    if own.emulator.kubelet_version != snapshot.formats.kubelet_version:
+        # The checkpoints were read as another kubelet reads them: the mirror would not be that kubelet.
+        raise ValueError(
+            f"the snapshot was read as kubelet {snapshot.formats.kubelet_version} but the mirror emulates "
+            f"{own.emulator.kubelet_version}: take the snapshot with kubelet_version="
+            f"{own.emulator.kubelet_version!r}"
+        )
+    config = mirror_config(own, paths, snapshot.kubelet_config, snapshot.allocatable)
     _check_policies(snapshot, config)
     try:
         emulator = NodeEmulator(config, machine)
@@ -110,7 +119,9 @@ def build_mirror(own: Config, machine: Machine, snapshot: KubeletSnapshot) -> Mi
         ) from None
     _seed(emulator, snapshot)
     kubelet = from_checkpoints(snapshot.checkpoints)
-    reconstruction = reconstruct(snapshot.listing, kubelet)
+    checkpoints = snapshot.checkpoints
+    pod_level = checkpoints.cpu_pod_sets.keys() | (checkpoints.memory.pod_entries or {}).keys()
+    reconstruction = reconstruct(snapshot.listing, kubelet, pod_level)
     for mirrored in reconstruction.pods:
         emulator.registry.add(AdmittedPod(mirrored.pod))
     # The kubelet's removeStaleState: checkpoint entries of pods it does not list are dropped.

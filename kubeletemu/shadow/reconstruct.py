@@ -25,7 +25,9 @@ resource requests. The checkpoints are keyed by pod UID and container name. So:
   plus what the containers after it hold of that type on the same NUMA nodes (exact when its block is not
   used up; an upper bound otherwise).
   Everything else about a pod (requests of Burstable and BestEffort pods, overhead, pod-level resources)
-  is unknown and left empty.
+  is unknown and left empty. A pod holding a pod-level CPU set (``PodLevelResourceManagers``: in the
+  checkpoint's pod entries, or listed on the pod from master on) keeps that set in the mirrored state, but
+  its pod-level requests are not rebuilt, so its replay may diverge; it is noted.
 
 Checkpoint UIDs that no listed pod matches are pods the kubelet no longer runs: its next stale-state sweep
 drops them, and so does the mirror.
@@ -33,7 +35,7 @@ drops them, and so does the mirror.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -208,8 +210,13 @@ def build_pod(listed: ListedPod, uid: str, held: Mapping[str, Assignment]) -> tu
     return pod, tuple(placeholders)
 
 
-def reconstruct(listing: v1.ListPodResourcesResponse, kubelet: KubeletAssignments) -> Reconstruction:
-    """The kubelet's listed pods with UIDs and requests; see the module docstring for the rules."""
+def reconstruct(
+    listing: v1.ListPodResourcesResponse,
+    kubelet: KubeletAssignments,
+    pod_level_uids: Collection[str] = (),
+) -> Reconstruction:
+    """The kubelet's listed pods with UIDs and requests; see the module docstring for the rules.
+    ``pod_level_uids``: the pods the CPU checkpoint holds a pod-level set for."""
     listed = listed_pods(listing)
     matches, leftover = match_uids(listed, kubelet)
     pods: list[MirroredPod] = []
@@ -233,10 +240,11 @@ def reconstruct(listing: v1.ListPodResourcesResponse, kubelet: KubeletAssignment
             source = UID_FROM_CHECKPOINT
         pod, placeholders = build_pod(entry, uid, held)
         pods.append(MirroredPod(pod, source, MappingProxyType(dict(held)), others, placeholders))
-    for resources in listing.pod_resources:
-        if resources.cpu_ids or resources.memory:
+    listed_pod_level = {f"{r.namespace}/{r.name}" for r in listing.pod_resources if r.cpu_ids or r.memory}
+    for mirrored in pods:
+        if mirrored.key in listed_pod_level or mirrored.pod.uid in pod_level_uids:
             notes.append(
-                f"{resources.namespace}/{resources.name}: pod-level exclusive resources "
-                "(PodLevelResourceManagers) are not mirrored"
+                f"{mirrored.key}: holds pod-level resources (PodLevelResourceManagers); its pod-level "
+                "requests are not reconstructed, so its replay may diverge"
             )
     return Reconstruction(tuple(pods), tuple(leftover), tuple(unmatched), tuple(notes))

@@ -109,7 +109,7 @@ class ShadowRunner:
     def build(self, own: Config, trigger: str, force: bool = False) -> Rebuilt | None:
         """Snapshot, and unless nothing changed, mirror and replay (synchronous: run it in a thread)."""
         started = time.monotonic()
-        snapshot = take_snapshot(self.paths, self.podresources)
+        snapshot = take_snapshot(self.paths, self.podresources, kubelet_version=own.emulator.kubelet_version)
         if not force and snapshot.digest == self._digest:
             return None
         mirror = build_mirror(own, self.machine, snapshot)

@@ -5,6 +5,13 @@ The files are the kubelet's own (``cpu_manager_state``, ``memory_manager_state``
 ``device-plugins/kubelet_internal_checkpoint`` under the root directory; checksums verified as the kubelet
 verifies them on restart). Nothing here opens a file for writing or creates anything.
 
+The CPU and memory checkpoints are read in the format of the kubelet emulated (its version, detected from
+its binary or configured, and the ``PodLevelResourceManagers`` gate of its own configuration file), with
+that kubelet's fallbacks (``cpumanager/state/formats.py``, ``memorymanager/state/formats.py``): a 1.36
+kubelet with the gate on keeps its pods' CPU sets in the V3 file's ``podEntries``, master in the V4 file's
+``data``; reading either as a V2 file would lose them, and a V4 file whose ``data`` is corrupt would be
+taken through its still valid embedded V2 where the kubelet refuses it.
+
 A snapshot reads the files, asks the podresources API (``List``, ``GetAllocatableResources``), then reads
 the files again: the kubelet writes its checkpoints while it admits, so when the two reads differ the round
 is repeated (three times at most) and the answer is then marked as possibly torn.
@@ -14,24 +21,29 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from kubeletemu._proto.podresources.v1 import api_pb2 as v1
+from kubeletemu.config import ConfigError, KubeletConfiguration, parse_config
+from kubeletemu.config.kubelet_config import KIND as KUBELET_KIND
 from kubeletemu.cpumanager.cpuset import CPUSet
 from kubeletemu.cpumanager.errors import CheckpointError as CPUCheckpointError
-from kubeletemu.cpumanager.state.checkpoint import load_checkpoint
-from kubeletemu.cpumanager.state.state import ContainerCPUAssignments
+from kubeletemu.cpumanager.state import formats as cpu_formats
+from kubeletemu.cpumanager.state.checkpoint import CPUManagerCheckpoint
+from kubeletemu.cpumanager.state.state import ContainerCPUAssignments, PodCPUAssignments
 from kubeletemu.cpumanager.state.state_checkpoint import checkpoint_to_state
 from kubeletemu.devicemanager.checkpoint import DeviceCheckpointError, DeviceManagerCheckpoint
 from kubeletemu.devicemanager.checkpoint import unmarshal as unmarshal_devices
 from kubeletemu.memorymanager.state.checkpoint import CheckpointError as MemoryCheckpointError
 from kubeletemu.memorymanager.state.checkpoint import MemoryManagerCheckpoint
-from kubeletemu.memorymanager.state.checkpoint import unmarshal as unmarshal_memory
+from kubeletemu.memorymanager.state.formats import MemoryCheckpointFormat
 from kubeletemu.shadow.access import explain
 from kubeletemu.shadow.errors import SourceInvalidError, SourceUnreadableError
+from kubeletemu.versions.gates import effective_gates
+from kubeletemu.versions.version import DEFAULT_VERSION
 
 CPU_MANAGER_STATE = "cpu_manager_state"
 MEMORY_MANAGER_STATE = "memory_manager_state"
@@ -116,6 +128,25 @@ class KubeletFiles:
 
 
 @dataclass(frozen=True)
+class CheckpointFormats:
+    """How the kubelet emulated reads its CPU and memory checkpoints: its version and the feature gates in
+    effect (the version's defaults under its configuration file's ``featureGates``)."""
+
+    kubelet_version: str
+    cpu: cpu_formats.CPUCheckpointFormat
+    memory: MemoryCheckpointFormat
+
+    @classmethod
+    def for_kubelet(cls, kubelet_version: str, feature_gates: Mapping[str, bool]) -> CheckpointFormats:
+        gates = effective_gates(kubelet_version, feature_gates)
+        return cls(
+            kubelet_version,
+            cpu_formats.CPUCheckpointFormat.for_kubelet(kubelet_version, gates),
+            MemoryCheckpointFormat.for_kubelet(kubelet_version, gates),
+        )
+
+
+@dataclass(frozen=True)
 class Checkpoints:
     """The three checkpoints, parsed and verified."""
 
@@ -124,12 +155,21 @@ class Checkpoints:
     cpu_assignments: ContainerCPUAssignments
     memory: MemoryManagerCheckpoint
     devices: DeviceManagerCheckpoint
+    # PodLevelResourceManagers: each pod's CPU set, from a V3 file's ``podEntries`` or a V4 file's data
+    # (empty when the file was read as V2/V1, as the kubelet then has none either).
+    cpu_pod_sets: PodCPUAssignments = field(default_factory=dict)
+    # The format the CPU file was read as: V1 (migrated), V2, V3 or V4.
+    cpu_format: str = cpu_formats.V2
 
 
 @dataclass(frozen=True)
 class KubeletSnapshot:
     paths: KubeletPaths
     files: KubeletFiles
+    # The kubelet's configuration file, parsed (its feature gates pick the checkpoint formats).
+    kubelet_config: KubeletConfiguration
+    # The kubelet version whose formats the checkpoints were read in.
+    formats: CheckpointFormats
     checkpoints: Checkpoints
     listing: v1.ListPodResourcesResponse
     allocatable: v1.AllocatableResourcesResponse
@@ -162,15 +202,51 @@ def read_files(paths: KubeletPaths) -> KubeletFiles:
     )
 
 
-def parse_checkpoints(paths: KubeletPaths, files: KubeletFiles) -> Checkpoints:
-    """Parse and verify the checkpoints as the kubelet does when it restarts."""
+def parse_kubelet_config(paths: KubeletPaths, blob: bytes) -> KubeletConfiguration:
+    """The kubelet's own configuration file (``paths.config``); raises :class:`SourceInvalidError`."""
     try:
-        cpu = load_checkpoint(files.cpu_state)
-        default, assignments = checkpoint_to_state(cpu)
+        text = blob.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise SourceInvalidError(
+            f"{paths.config}: not UTF-8 text: {err.reason} at byte {err.start}"
+        ) from None
+    try:
+        parsed = parse_config(text, str(paths.config))
+    except ConfigError as err:
+        raise SourceInvalidError(str(err)) from None
+    if KUBELET_KIND not in parsed.origins:
+        raise SourceInvalidError(
+            f"{paths.config}: holds no KubeletConfiguration (kind: KubeletConfiguration, apiVersion: "
+            "kubelet.config.k8s.io/v1beta1); point kubeletConfig at the file the kubelet's --config names"
+        )
+    return parsed.kubelet
+
+
+def _pod_cpu_sets(content: cpu_formats.CPUCheckpointContent) -> PodCPUAssignments:
+    # Each cpuSet was parsed when the file was read (PodEntry.UnmarshalJSON), so it parses again.
+    return {uid: CPUSet.parse(text) for uid, text in (content.pod_entries or {}).items()}
+
+
+def parse_checkpoints(
+    paths: KubeletPaths, files: KubeletFiles, formats: CheckpointFormats | None = None
+) -> Checkpoints:
+    """Parse and verify the checkpoints as the kubelet of ``formats`` does when it restarts (its
+    ``restoreState``: the format it reads, with its fallbacks; default: the default version, gates off).
+
+    Mirrors ``restoreState`` of 1.36's ``state_checkpoint.go``
+    (kubernetes/kubernetes@008b3652959ca58af8be3fb5b6ecfe9ae7638282) and master's V4 reading, as
+    ``cpumanager/state/formats.py`` records them: pod sets come only from a file read as V3 or V4."""
+    fmt = formats or CheckpointFormats.for_kubelet(DEFAULT_VERSION, {})
+    try:
+        content = cpu_formats.load(files.cpu_state, fmt.cpu)
+        default, assignments = checkpoint_to_state(
+            CPUManagerCheckpoint(content.policy_name, content.default_cpu_set, content.entries)
+        )
+        pod_sets = _pod_cpu_sets(content) if content.read_as in (cpu_formats.V3, cpu_formats.V4) else {}
     except CPUCheckpointError as err:
         raise SourceInvalidError(f"{WHAT_CPU} {paths.cpu_state} is not usable: {err}") from None
     try:
-        memory = unmarshal_memory(files.memory_state)
+        memory = fmt.memory.unmarshal(files.memory_state)
     except MemoryCheckpointError as err:
         raise SourceInvalidError(f"{WHAT_MEMORY} {paths.memory_state} is not usable: {err}") from None
     try:
@@ -181,13 +257,19 @@ def parse_checkpoints(paths: KubeletPaths, files: KubeletFiles) -> Checkpoints:
         )
     except DeviceCheckpointError as err:
         raise SourceInvalidError(f"{WHAT_DEVICES} {paths.device_checkpoint} is not usable: {err}") from None
-    return Checkpoints(cpu.policy_name, default, assignments, memory, devices)
+    return Checkpoints(content.policy_name, default, assignments, memory, devices, pod_sets, content.read_as)
 
 
 def take_snapshot(
-    paths: KubeletPaths, podresources: PodResourcesSource, attempts: int = SNAPSHOT_ATTEMPTS
+    paths: KubeletPaths,
+    podresources: PodResourcesSource,
+    attempts: int = SNAPSHOT_ATTEMPTS,
+    *,
+    kubelet_version: str = DEFAULT_VERSION,
 ) -> KubeletSnapshot:
-    """Files, podresources, files again; repeated while the kubelet writes in between."""
+    """Files, podresources, files again; repeated while the kubelet writes in between. The checkpoints
+    are read as the kubelet of ``kubelet_version``, with its configuration file's feature gates, reads
+    them."""
     warnings: list[str] = []
     files = read_files(paths)
     for attempt in range(1, attempts + 1):
@@ -202,10 +284,14 @@ def take_snapshot(
                 f"the kubelet's checkpoints changed during each of {attempts} reads; the pods listed may "
                 "not match the checkpoints exactly until the next refresh"
             )
-    checkpoints = parse_checkpoints(paths, files)
+    kubelet_config = parse_kubelet_config(paths, files.config)
+    formats = CheckpointFormats.for_kubelet(kubelet_version, kubelet_config.feature_gates)
+    checkpoints = parse_checkpoints(paths, files, formats)
     return KubeletSnapshot(
         paths=paths,
         files=files,
+        kubelet_config=kubelet_config,
+        formats=formats,
         checkpoints=checkpoints,
         listing=listing,
         allocatable=allocatable,

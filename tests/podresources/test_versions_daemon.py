@@ -4,8 +4,9 @@ change:
 * ``Get``: ``KubeletPodResourcesGet`` alpha and off in 1.33 ("PodResources API Get method disabled",
   UNKNOWN), beta and on from 1.34 (kubernetes#132940), GA and locked from 1.36 (kubernetes#136728);
 * ``List``: every known pod in 1.33, active pods only from 1.34 (kubernetes#132028);
-* pod-level ``PodResources.cpu_ids``: a 1.36 kubelet allocates pod-level CPUs (``PodLevelResourceManagers``,
-  alpha) but its api.proto has no field for them; master reports them (kubernetes#138738).
+* pod-level ``PodResources.cpu_ids`` and ``memory``: a 1.36 kubelet allocates pod-level CPUs and memory
+  (``PodLevelResourceManagers``, alpha) but its api.proto has no field for them; master reports them
+  (kubernetes#138738).
 """
 
 from __future__ import annotations
@@ -109,6 +110,25 @@ def test_pod_level_cpus_only_from_master(start_daemon: StartDaemon, version: str
     assert sorted(pod.cpu_ids) == (sorted(only.cpu_ids) if pod_level else [])
     got = podresources(daemon).Get(v1.GetPodResourcesRequest(pod_name="plr", pod_namespace="ns1"), timeout=10)
     assert sorted(got.pod_resources.cpu_ids) == sorted(pod.cpu_ids)
+
+
+@pytest.mark.parametrize(("version", "pod_level"), [("1.36", False), ("master", True)])
+def test_pod_level_memory_only_from_master(start_daemon: StartDaemon, version: str, pod_level: bool) -> None:
+    """PodResources.memory (field 5): the pod entry's 2Gi block on master; 1.36 allocates it (the
+    container's slice is reported either way) but has no field for it."""
+    config = general_config(feature_gates={"PodLevelResourceManagers": True}, kubelet_version=version)
+    daemon = start_daemon(config.replace("topologyManagerScope: container", "topologyManagerScope: pod"))
+    admit(daemon, POD_LEVEL)
+    [pod] = podresources(daemon).List(v1.ListPodResourcesRequest(), timeout=10).pod_resources
+    [only] = pod.containers
+    # The container asks for nothing itself: it gets the pod's shared pool, all 2Gi.
+    assert [(m.memory_type, m.size, len(m.topology.nodes)) for m in only.memory] == [("memory", 2 << 30, 1)]
+    expected = [(m.memory_type, m.size, [n.ID for n in m.topology.nodes]) for m in only.memory]
+    assert [(m.memory_type, m.size, [n.ID for n in m.topology.nodes]) for m in pod.memory] == (
+        expected if pod_level else []
+    )
+    got = podresources(daemon).Get(v1.GetPodResourcesRequest(pod_name="plr", pod_namespace="ns1"), timeout=10)
+    assert list(got.pod_resources.memory) == list(pod.memory)
 
 
 @pytest.mark.parametrize("version", SUPPORTED)

@@ -60,11 +60,11 @@ clusterDNS: [10.96.0.10]
 clusterDomain: cluster.local
 staticPodPath: /etc/kubernetes/manifests
 topologyManagerPolicy: {policy}
-topologyManagerScope: container
+topologyManagerScope: {scope}
 cpuManagerPolicy: static
 reservedSystemCPUs: "0"
 systemReserved: {{memory: 924Mi}}
-{memory}"""
+{memory}{gates}"""
 STATIC_MEMORY = """\
 memoryManagerPolicy: Static
 reservedMemory:
@@ -206,6 +206,11 @@ class FakeKubelet:
     shuffle_list: bool = False
     # (sysfs, procfs) of an already written synthetic host; None: write one below base
     host: tuple[Path, Path] | None = None
+    topology_scope: str = "container"
+    # The kubelet's version (None: kubeletemu's default, master) and its config.yaml's featureGates: they
+    # decide the checkpoint formats the reference writes.
+    kubelet_version: str | None = None
+    feature_gates: Mapping[str, bool] = field(default_factory=dict)
     root: Path = field(init=False)
     emulator: NodeEmulator = field(init=False)
     sys_root: Path = field(init=False)
@@ -224,13 +229,20 @@ class FakeKubelet:
         (self.root / "pod-resources").mkdir()
         self.sys_root, self.proc_root = self.host or write_tree(self.base / "host", HOST)
         machine = Machine.from_host(hostprobe.probe(str(self.sys_root), str(self.proc_root)))
-        config = parse_config(self.kubelet_config(self.policy) + REFERENCE_DEVICES, "reference")
+        version = "" if self.kubelet_version is None else f"kubeletVersion: '{self.kubelet_version}'\n"
+        config = parse_config(self.kubelet_config(self.policy) + REFERENCE_DEVICES + version, "reference")
         self.emulator = NodeEmulator(config, machine, self.base / "reference-state")
         self.publish()
 
     def kubelet_config(self, policy: str | None = None) -> str:
         memory = STATIC_MEMORY if self.static_memory else ""
-        return KUBELET_CONFIG.format(policy=policy or self.claimed_policy or self.policy, memory=memory)
+        gates = "".join(f"  {name}: {str(on).lower()}\n" for name, on in self.feature_gates.items())
+        return KUBELET_CONFIG.format(
+            policy=policy or self.claimed_policy or self.policy,
+            scope=self.topology_scope,
+            memory=memory,
+            gates=f"featureGates:\n{gates}" if gates else "",
+        )
 
     # ---- the kubelet's behaviour ------------------------------------------------------------------
 

@@ -169,7 +169,21 @@ def test_duplicates_and_pod_level_resources_are_noted() -> None:
     assert len(result.pods) == 1
     assert result.notes == (
         "ns/p: listed twice; the first entry is mirrored",
-        "ns/p: pod-level exclusive resources (PodLevelResourceManagers) are not mirrored",
+        "ns/p: holds pod-level resources (PodLevelResourceManagers); its pod-level requests are not "
+        "reconstructed, so its replay may diverge",
+    )
+
+
+def test_pods_with_a_pod_level_set_in_the_checkpoints_are_noted() -> None:
+    """1.36 lists no pod-level CPUs: the checkpoint's pod entries name the pod."""
+    kubelet: KubeletAssignments = {"uid-1": {"c": Assignment.of([2, 10])}}
+    result = reconstruct(
+        listing(("ns", "p", [container("c", [2, 10])]), ("ns", "q", [container("c")])), kubelet, {"uid-1"}
+    )
+    assert result.pods[0].pod.uid == "uid-1"
+    assert result.notes == (
+        "ns/p: holds pod-level resources (PodLevelResourceManagers); its pod-level requests are not "
+        "reconstructed, so its replay may diverge",
     )
 
 

@@ -111,25 +111,21 @@ def test_missing_files(kubelet: FakeKubelet) -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "what", "problem"),
+    ("name", "what", "after", "problem"),
     [
-        # The kubelet falls back to the V1 format and reports the V1 read's error.
-        (
-            "cpu_manager_state",
-            "CPU manager",
-            "json: cannot unmarshal object into Go struct field CPUManagerCheckpointV1.entries of type "
-            "string",
-        ),
-        ("memory_manager_state", "memory manager", "checkpoint is corrupted"),
-        ("device-plugins/kubelet_internal_checkpoint", "device manager", "checkpoint is corrupted"),
+        # The fake kubelet is master: it reads V4's data (dataChecksum), with no fallback to the embedded
+        # V2 once data is there. The V2 reading of older kubelets: test_checkpoint_versions.py.
+        ("cpu_manager_state", "CPU manager", '"data"', "checkpoint is corrupted"),
+        ("memory_manager_state", "memory manager", "", "checkpoint is corrupted"),
+        ("device-plugins/kubelet_internal_checkpoint", "device manager", "", "checkpoint is corrupted"),
     ],
 )
-def test_corrupt_checkpoints(kubelet: FakeKubelet, name: str, what: str, problem: str) -> None:
+def test_corrupt_checkpoints(kubelet: FakeKubelet, name: str, what: str, after: str, problem: str) -> None:
     """A checksum that does not match (a hand edit, a torn copy) is refused as the kubelet refuses it."""
     path = kubelet.root / name
     text = path.read_text()
-    # Flip one digit of the content, not of the checksum.
-    index = next(i for i, ch in enumerate(text) if ch.isdigit())
+    # Flip one digit of the content (after ``after``), not of the checksum.
+    index = next(i for i, ch in enumerate(text) if ch.isdigit() and i > text.index(after))
     write_like_kubelet(path, (text[:index] + str((int(text[index]) + 1) % 10) + text[index + 1 :]).encode())
     with pytest.raises(SourceInvalidError) as err:
         take_snapshot(KubeletPaths.resolve(kubelet.root), DirectSource(kubelet))

@@ -14,6 +14,7 @@ from kubeletemu.memorymanager.state.state import (
     MemoryTable,
     NUMANodeMap,
     NUMANodeState,
+    PodMemoryAssignments,
     State,
 )
 from kubeletemu.memorymanager.state.state_checkpoint import MEMORY_MANAGER_STATE_FILE, CheckpointState
@@ -31,6 +32,7 @@ __all__ = [
     "MemoryTable",
     "NUMANodeMap",
     "NUMANodeState",
+    "PodMemoryAssignments",
     "State",
     "compute_checksum",
     "marshal",

@@ -55,10 +55,17 @@ class Block:
 
 # pod UID -> container name -> blocks
 ContainerMemoryAssignments = dict[str, dict[str, list[Block]]]
+# pod UID -> the pod's own blocks (``PodMemoryAssignments`` of PodLevelResourceManagers: what the pod holds
+# on the node; its containers' blocks are slices of it, not charged again).
+PodMemoryAssignments = dict[str, list[Block]]
 
 
 def clone_assignments(assignments: Mapping[str, Mapping[str, list[Block]]]) -> ContainerMemoryAssignments:
     return {pod: {name: list(blocks) for name, blocks in ctrs.items()} for pod, ctrs in assignments.items()}
+
+
+def clone_pod_assignments(assignments: Mapping[str, list[Block]]) -> PodMemoryAssignments:
+    return {pod: list(blocks) for pod, blocks in assignments.items()}
 
 
 class State(Protocol):
@@ -77,5 +84,17 @@ class State(Protocol):
     def set_memory_assignments(self, assignments: ContainerMemoryAssignments) -> None: ...
 
     def delete(self, pod_uid: str, container_name: str) -> None: ...
+
+    def get_pod_memory_blocks(self, pod_uid: str) -> list[Block] | None: ...
+
+    def get_pod_memory_assignments(self) -> PodMemoryAssignments: ...
+
+    def set_pod_memory_blocks(self, pod_uid: str, blocks: list[Block]) -> None: ...
+
+    def set_pod_memory_assignments(self, assignments: PodMemoryAssignments) -> None: ...
+
+    def delete_pod(self, pod_uid: str) -> None:
+        """``DeletePod``: the pod's pod-level blocks and any container blocks left."""
+        ...
 
     def clear_state(self) -> None: ...

@@ -23,6 +23,7 @@ from kubeletemu.memorymanager.state.state import (
     Block,
     ContainerMemoryAssignments,
     NUMANodeMap,
+    PodMemoryAssignments,
 )
 from kubeletemu.memorymanager.state.state_mem import MemoryState
 
@@ -69,16 +70,21 @@ class CheckpointState:
                     f'[memorymanager] configured policy "{self.policy_name}" differs from state checkpoint '
                     f'policy "{checkpoint.policy_name}"'
                 )
-            self._cache.set_machine_state(checkpoint.machine_state)
-            self._cache.set_memory_assignments(checkpoint.entries)
+            self._take(checkpoint)
 
     def restore(self, blob: bytes) -> None:
         """Take the state a checkpoint's content holds, writing nothing: the daemon goes back to the last
         durable checkpoint when later ones could not be written."""
         checkpoint = self._unmarshal(blob)
         with self._lock:
-            self._cache.set_machine_state(checkpoint.machine_state)
-            self._cache.set_memory_assignments(checkpoint.entries)
+            self._take(checkpoint)
+
+    def _take(self, checkpoint: MemoryManagerCheckpoint) -> None:
+        """The cache becomes the checkpoint's content; pod-level blocks (``podEntries``, written by a
+        kubelet with PodLevelResourceManagers) come back as they are, none when the file has none."""
+        self._cache.set_machine_state(checkpoint.machine_state)
+        self._cache.set_memory_assignments(checkpoint.entries)
+        self._cache.set_pod_memory_assignments(checkpoint.pod_entries or {})
 
     def _unmarshal(self, blob: bytes) -> MemoryManagerCheckpoint:
         fmt = self.checkpoint_format
@@ -92,6 +98,7 @@ class CheckpointState:
             policy_name=self.policy_name,
             machine_state=self._cache.get_machine_state(),
             entries=self._cache.get_memory_assignments(),
+            pod_entries=self._cache.get_pod_memory_assignments(),
         )
         return marshal(checkpoint, self.layout)
 
@@ -122,6 +129,27 @@ class CheckpointState:
     def delete(self, pod_uid: str, container_name: str) -> None:
         with self._lock:
             self._cache.delete(pod_uid, container_name)
+            self._store()
+
+    def get_pod_memory_blocks(self, pod_uid: str) -> list[Block] | None:
+        return self._cache.get_pod_memory_blocks(pod_uid)
+
+    def get_pod_memory_assignments(self) -> PodMemoryAssignments:
+        return self._cache.get_pod_memory_assignments()
+
+    def set_pod_memory_blocks(self, pod_uid: str, blocks: list[Block]) -> None:
+        with self._lock:
+            self._cache.set_pod_memory_blocks(pod_uid, blocks)
+            self._store()
+
+    def set_pod_memory_assignments(self, assignments: PodMemoryAssignments) -> None:
+        with self._lock:
+            self._cache.set_pod_memory_assignments(assignments)
+            self._store()
+
+    def delete_pod(self, pod_uid: str) -> None:
+        with self._lock:
+            self._cache.delete_pod(pod_uid)
             self._store()
 
     def clear_state(self) -> None:

@@ -8,8 +8,10 @@ from kubeletemu.memorymanager.state.state import (
     Block,
     ContainerMemoryAssignments,
     NUMANodeMap,
+    PodMemoryAssignments,
     clone_assignments,
     clone_machine_state,
+    clone_pod_assignments,
 )
 
 
@@ -18,6 +20,7 @@ class MemoryState:
         self._lock = threading.RLock()
         self._machine_state: NUMANodeMap = {}
         self._assignments: ContainerMemoryAssignments = {}
+        self._pod_assignments: PodMemoryAssignments = {}
 
     def get_machine_state(self) -> NUMANodeMap:
         with self._lock:
@@ -53,7 +56,30 @@ class MemoryState:
             if not containers:
                 del self._assignments[pod_uid]
 
+    def get_pod_memory_blocks(self, pod_uid: str) -> list[Block] | None:
+        with self._lock:
+            blocks = self._pod_assignments.get(pod_uid)
+            return None if blocks is None else list(blocks)
+
+    def get_pod_memory_assignments(self) -> PodMemoryAssignments:
+        with self._lock:
+            return clone_pod_assignments(self._pod_assignments)
+
+    def set_pod_memory_blocks(self, pod_uid: str, blocks: list[Block]) -> None:
+        with self._lock:
+            self._pod_assignments[pod_uid] = list(blocks)
+
+    def set_pod_memory_assignments(self, assignments: PodMemoryAssignments) -> None:
+        with self._lock:
+            self._pod_assignments = clone_pod_assignments(assignments)
+
+    def delete_pod(self, pod_uid: str) -> None:
+        with self._lock:
+            self._pod_assignments.pop(pod_uid, None)
+            self._assignments.pop(pod_uid, None)
+
     def clear_state(self) -> None:
         with self._lock:
             self._machine_state = {}
             self._assignments = {}
+            self._pod_assignments = {}
