@@ -11,7 +11,7 @@ from kubeletemu.cli.common import EXIT_OK, add_file_arguments, fail
 
 
 def cmd_fleet(args: argparse.Namespace) -> int:
-    from kubeletemu.fleet.parallel import ConfigurationFailed, RunnerError, require_ray, run_many
+    from kubeletemu.fleet.parallel import RunnerError, require_ray, run_many
     from kubeletemu.fleet.report import render_csv, render_json, render_table, render_yaml
     from kubeletemu.fleet.spec import FleetError, load_fleet
 
@@ -36,9 +36,7 @@ def cmd_fleet(args: argparse.Namespace) -> int:
         fail(str(err))
     try:
         results = run_many(configs, workers=args.workers, ray_address=args.ray, progress=True)
-    except ConfigurationFailed as err:
-        fail(str(err), 1)
-    except RunnerError as err:  # Ray unreachable or gone: not a configuration's fault, but no answer
+    except RunnerError as err:  # a configuration failed (ConfigurationFailed), or Ray is unreachable or gone
         fail(str(err), 1)
     render = {"table": render_table, "json": render_json, "yaml": render_yaml, "csv": render_csv}[args.output]
     text = render(results)

@@ -53,7 +53,7 @@ from kubeletemu.pod import Pod, derived_uid
 from kubeletemu.podresources import nrt as node_side
 from kubeletemu.scheduler.framework import NodeInfo
 from kubeletemu.scheduler.live import FLAVOUR_KOORDLET
-from kubeletemu.scheduler.nrtcache import Cache, InformerStore, OverReserve, cache_from_args
+from kubeletemu.scheduler.nrtcache import Cache, InformerStore, OverReserve, cache_from_cache_args
 from kubeletemu.scheduler.objects import Node, NodeResourceTopology, from_node_side
 from kubeletemu.simulate.metrics import numa_usage
 from kubeletemu.topologymanager.errors import ERROR_TOPOLOGY_AFFINITY
@@ -176,9 +176,9 @@ class FleetRun:
                 self._publish(node, node_side.RTE_UPDATE_PERIODIC)
         exact = ExactScheduler({n.name: n.emulator for n in self.nodes}) if config.kind == EXACT else None
         profile = exact.profile if exact is not None else config.build_profile()
-        args = config.nrt_match_args()
+        args = config.nrt_match_args(profile)
         if args is not None:
-            self.cache = cache_from_args(args, self.store, profile_names=[profile.name], now=0.0)
+            self.cache = cache_from_cache_args(args, self.store, profile_names=[profile.name], now=0.0)
             self.source = CachedTopology(self.cache, memo=memo)
             profile = with_cache_source(profile, self.source)
         self.profile = profile

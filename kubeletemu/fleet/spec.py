@@ -78,6 +78,8 @@ from kubeletemu.config.emulator_config import parse_duration
 from kubeletemu.config.loader import check_feature_gates
 from kubeletemu.manifest import ManifestError, parse_pods, pod_from_manifest
 from kubeletemu.scheduler.live import FLAVOUR_KOORDLET, FLAVOUR_RTE
+from kubeletemu.scheduler.nrtmatch.args import NodeResourceTopologyMatchArgs
+from kubeletemu.scheduler.nrtmatch.model import NodeResourceTopologyMatch
 from kubeletemu.scheduler.objects import ObjectError
 from kubeletemu.scheduler.profile import MODELS, Profile, default_profile, parse_profiles
 from kubeletemu.simulate.errors import SimulationError
@@ -208,21 +210,12 @@ class ConfigurationSpec:
         profiles = parse_profiles(self.scheduler_config, f"{self.source}: scheduler {self.scheduler}")
         return profiles[self.profile] if self.profile else next(iter(profiles.values()))
 
-    def nrt_match_args(self) -> Mapping[str, Any] | None:
-        """The profile's NodeResourceTopologyMatch pluginConfig args (None: the plugin is not enabled)."""
-        if self.kind == EXACT or not self.scheduler_config:
-            return None
-        doc = yaml.safe_load(self.scheduler_config)
-        for profile in doc.get("profiles") or [{}]:
-            if self.profile is not None and profile.get("schedulerName") != self.profile:
-                continue
-            if NRT_MATCH not in _enabled_plugins(profile):
-                return None
-            for entry in profile.get("pluginConfig") or []:
-                if entry.get("name") == NRT_MATCH:
-                    args: Mapping[str, Any] = entry.get("args") or {}
-                    return args
-            return {}
+    def nrt_match_args(self, profile: Profile | None = None) -> NodeResourceTopologyMatchArgs | None:
+        """The NodeResourceTopologyMatch args as the profile's model parsed them (None: the plugin is not
+        enabled); ``profile``: this configuration's, when the caller has built it already."""
+        for model in (profile or self.build_profile()).models:
+            if isinstance(model, NodeResourceTopologyMatch):
+                return model.args
         return None
 
 
@@ -321,13 +314,7 @@ class FleetSpec:
             percentage_of_nodes_to_score=_percentage(where, scheduler.name, document),
         )  # fmt: skip
         try:
-            config.build_profile()
-            if cache_kind is not None:
-                from kubeletemu.scheduler.nrtcache import parse_cache_args
-
-                parse_cache_args(
-                    config.nrt_match_args(), read.Where(f"{self.source}: scheduler {scheduler.name}")
-                )
+            config.build_profile()  # parses every plugin's args, the cache's included
         except (ConfigError, ObjectError, KeyError) as err:
             raise where.error(f"schedulers[{scheduler.name}]", str(err)) from None
         return config

@@ -36,10 +36,9 @@ def test_configurations_are_self_contained_and_picklable(fleet_dir: Path) -> Non
         assert again == config
     overreserve = next(c for c in configs if c.cache == "overreserve")
     assert overreserve.resync_period_s == 5.0
-    assert overreserve.nrt_match_args() == {
-        "scoringStrategy": {"type": "LeastAllocated"},
-        "cacheResyncPeriodSeconds": 5,
-    }
+    args = overreserve.nrt_match_args()
+    assert args is not None
+    assert (args.scoring_strategy.type, args.cache_resync_period_seconds) == ("LeastAllocated", 5)
     assert overreserve.node_groups[0].config_text.startswith("apiVersion: kubelet.config.k8s.io/v1beta1")
 
 

@@ -278,12 +278,7 @@ def count_cpuset(
     """``allocateCPUSet``, as far as success and the number of CPUs go (see the module docstring); raises
     :class:`ResourceError`. ``known``: the node's available CPUs when the caller has them."""
     cpus = known if known is not None else available_cpus(node, opts.preferred_cpus)[0]
-    topology = opts.topology.cpu_topology
-    assert topology is not None
-    if opts.required_cpu_bind_policy:
-        cpus = filter_cpus_by_required_policy(opts.cpu_bind_policy, cpus, topology, topology.cpus_per_core())
-    if cpus.size() < opts.num_cpus_needed:
-        raise ResourceError(ERR_NOT_ENOUGH_CPUS)
+    cpus, topology = _bindable_cpus(cpus, opts)
     needed = opts.num_cpus_needed
     per_numa: list[int] = []
     if numa:
@@ -300,6 +295,18 @@ def count_cpuset(
     return opts.num_cpus_needed
 
 
+def _bindable_cpus(cpus: CPUSet, opts: ResourceOptions) -> tuple[CPUSet, CPUTopology]:
+    """``allocateCPUSet``'s first steps, shared by the count and the pick: the available CPUs a required
+    bind policy leaves, refused when fewer than needed."""
+    topology = opts.topology.cpu_topology
+    assert topology is not None
+    if opts.required_cpu_bind_policy:
+        cpus = filter_cpus_by_required_policy(opts.cpu_bind_policy, cpus, topology, topology.cpus_per_core())
+    if cpus.size() < opts.num_cpus_needed:
+        raise ResourceError(ERR_NOT_ENOUGH_CPUS)
+    return cpus, topology
+
+
 def _unsatisfied_policy(policy: str) -> str:
     return f"insufficient CPUs to satisfy required cpu bind policy {policy}"
 
@@ -309,13 +316,8 @@ def allocate_cpuset(node: NodeState, numa: Sequence[NUMANodeResource], opts: Res
     as its cpu share and its available CPUs allow), then any still needed from the node's other available
     CPUs; raises :class:`ResourceError`. The options' preferred CPUs (a reservation's) are given back and
     taken first."""
-    cpus, held = available_cpus(node, opts.preferred_cpus)
-    topology = opts.topology.cpu_topology
-    assert topology is not None
-    if opts.required_cpu_bind_policy:
-        cpus = filter_cpus_by_required_policy(opts.cpu_bind_policy, cpus, topology, topology.cpus_per_core())
-    if cpus.size() < opts.num_cpus_needed:
-        raise ResourceError(ERR_NOT_ENOUGH_CPUS)
+    available, held = available_cpus(node, opts.preferred_cpus)
+    cpus, topology = _bindable_cpus(available, opts)
 
     def take(available: CPUSet, count: int) -> CPUSet:
         try:

@@ -16,9 +16,21 @@ from kubeletemu.scheduler.koordinator import extension as ext
 from kubeletemu.scheduler.koordinator.args import ScoringStrategy
 from kubeletemu.scheduler.koordinator.cpu_topology import CPUTopology, cpu_topology_for_test
 from kubeletemu.scheduler.koordinator.merge import NUMATopologyHint, ProviderHints
+from kubeletemu.scheduler.koordinator.options import NUMANodeResource, TopologyOptions
 
 PRIORITY_PROD_VALUE_MAX = 9999  # extension.PriorityProdValueMax
 RAW_ALLOCATABLE = "node.koordinator.sh/raw-allocatable"  # extension.AnnotationNodeRawAllocatable
+
+
+def cpu_options(topology: CPUTopology, numa_nodes: int, **extra: Any) -> TopologyOptions:
+    """The TopologyOptions the Go tests build: ``{CPUTopology, MaxRefCount 1}`` with cpu = CPUsPerNode (and
+    ``extra`` resources, e.g. memory) on NUMA nodes ``0 .. numa_nodes-1``."""
+    per_node = {"cpu": Fraction(topology.cpus_per_node()), **extra}
+    return TopologyOptions(
+        cpu_topology=topology,
+        max_ref_count=1,
+        numa_node_resources=tuple(NUMANodeResource(i, dict(per_node)) for i in range(numa_nodes)),
+    )
 
 
 def hint(raw: dict[str, Any]) -> NUMATopologyHint:

@@ -23,9 +23,10 @@ from kubeletemu.scheduler.koordinator.cpu_accumulator import (
 )
 from kubeletemu.scheduler.koordinator.cpu_topology import CPUInfo, CPUTopology, cpu_topology_for_test
 from kubeletemu.scheduler.koordinator.merge import NUMATopologyHint
-from kubeletemu.scheduler.koordinator.options import NUMANodeResource, TopologyOptions
+from kubeletemu.scheduler.koordinator.options import NUMANodeResource
 from kubeletemu.scheduler.koordinator.plugin import NodeNUMAResourcePlugin, PreFilterState
 from kubeletemu.scheduler.koordinator.resources import AllocateRefused, NodeState, allocate
+from tests.scheduler.koordinator.codec import cpu_options
 
 FULL, SPREAD = "FullPCPUs", "SpreadByPCPUs"
 MOST, LEAST = "MostAllocated", "LeastAllocated"
@@ -137,14 +138,7 @@ def test_go_sort_slice_is_stable_up_to_twelve() -> None:
 
 def _node(shape: tuple[int, int, int, int], held: set[int], labels: dict[str, str]) -> NodeState:
     topology = cpu_topology_for_test(*shape)
-    options = TopologyOptions(
-        cpu_topology=topology,
-        max_ref_count=1,
-        numa_node_resources=tuple(
-            NUMANodeResource(i, {"cpu": Fraction(topology.cpus_per_node())})
-            for i in range(topology.num_nodes)
-        ),
-    )
+    options = cpu_options(topology, topology.num_nodes)
     allocation = allocations_from([PodAllocation(uid="held", cpuset=CPUSet(held))] if held else [], topology)
     return NodeState(
         name="n",

@@ -4,6 +4,7 @@ TestPlugin_Reserve)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
@@ -35,6 +36,7 @@ from kubeletemu.scheduler.koordinator.resources import NodeState
 from tests.conformance.loader import rows
 from tests.scheduler.koordinator.codec import (
     amplified_node,
+    cpu_options,
     cpu_topology,
     make_pod,
     pod,
@@ -54,16 +56,11 @@ def _options(row: dict[str, Any]) -> TopologyOptions:
     raw = row["cpuTopology"]
     topology = cpu_topology_for_test(*raw["buildCPUTopologyForTest"]) if "empty" not in raw else CPUTopology()
     kubelet = row["kubeletPolicy"]
-    return TopologyOptions(
-        cpu_topology=topology,
-        max_ref_count=1,
+    return replace(
+        cpu_options(topology, topology.num_nodes, memory=Fraction(32 * GIB)),
         kubelet_policy=None
         if kubelet is None
         else KubeletCPUManagerPolicy(kubelet["policy"], kubelet["options"]),
-        numa_node_resources=tuple(
-            NUMANodeResource(i, {"cpu": Fraction(topology.cpus_per_node()), "memory": Fraction(32 * GIB)})
-            for i in range(topology.num_nodes)
-        ),
     )
 
 
@@ -237,14 +234,7 @@ def reserve_node(row: dict[str, Any]) -> NodeState:
     options = TopologyOptions()
     allocation = NodeAllocation()
     if topology is not None:
-        options = TopologyOptions(
-            cpu_topology=topology,
-            max_ref_count=1,
-            numa_node_resources=tuple(
-                NUMANodeResource(i, {"cpu": Fraction(topology.cpus_per_node())})
-                for i in range(topology.num_sockets)
-            ),
-        )
+        options = cpu_options(topology, topology.num_sockets)
         cpus = CPUSet(row["allocatedCPUs"])
         held = [PodAllocation(uid="allocated", cpuset=cpus)] if row["allocatedCPUs"] else []
         # addCPUs registers the reservation's UID first, so its NUMA resources are never added.

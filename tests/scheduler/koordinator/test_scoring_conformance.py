@@ -28,6 +28,7 @@ from kubeletemu.scheduler.koordinator.resources import NodeState
 from tests.conformance.loader import rows
 from tests.scheduler.koordinator.codec import (
     amplified_node,
+    cpu_options,
     cpu_topology,
     make_pod,
     pod,
@@ -116,14 +117,7 @@ def test_score(row: dict[str, Any]) -> None:
     options = TopologyOptions()
     allocation = NodeAllocation()
     if topology is not None:
-        options = TopologyOptions(
-            cpu_topology=topology,
-            max_ref_count=1,
-            numa_node_resources=tuple(
-                NUMANodeResource(i, {"cpu": Fraction(topology.cpus_per_node())})
-                for i in range(topology.num_nodes)
-            ),
-        )
+        options = cpu_options(topology, topology.num_nodes)
         extra = tuple(
             NUMANodeResource(e["node"], resources(e["resources"])) for e in row["extraNUMAAllocations"]
         )

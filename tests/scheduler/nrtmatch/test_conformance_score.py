@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -51,9 +52,7 @@ def test_score_row(row: dict[str, Any]) -> None:
 def test_table_covers_the_upstream_functions() -> None:
     table = load(TABLE)
     assert table["source"]["commit"] == "903da7df82cb8794dda8f2d510ba1156111662dd"
-    counts: dict[str, int] = {}
-    for row in table["rows"]:
-        counts[row["upstream"]["test"]] = counts.get(row["upstream"]["test"], 0) + 1
+    counts = Counter(row["upstream"]["test"] for row in table["rows"])
     assert counts == {
         "TestNodeResourceScorePlugin": 3,
         "TestNodeResourceScorePluginLeastNUMA": 14,
