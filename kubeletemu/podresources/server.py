@@ -4,7 +4,8 @@ One ``grpc.aio`` server, on its own unix socket, serving ``v1.PodResourcesLister
 ``v1alpha1.PodResourcesLister`` behind one shared rate limiter (100 QPS, burst 10; a refused call gets
 ``RESOURCE_EXHAUSTED`` "rejected by rate limit"). Responses may exceed 16 MiB, the receive limit every
 known client sets. On top of the kubelet, and outside the rate limit, it answers ``grpc.health.v1`` and
-server reflection, so ``grpcurl -plaintext -unix SOCKET list`` works without a .proto file.
+server reflection, so ``grpcurl -plaintext -unix SOCKET list`` works without a .proto file; reflection
+describes the emulated kubelet version's schema (:mod:`kubeletemu.podresources.schema`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
-from grpc_reflection.v1alpha import reflection
+from grpc_reflection.v1alpha import reflection, reflection_pb2
 
 from kubeletemu._proto.podresources.v1 import api_pb2 as v1
 from kubeletemu._proto.podresources.v1 import api_pb2_grpc as v1_grpc
@@ -24,6 +25,7 @@ from kubeletemu._proto.podresources.v1alpha1 import api_pb2 as v1alpha1
 from kubeletemu._proto.podresources.v1alpha1 import api_pb2_grpc as v1alpha1_grpc
 from kubeletemu.emulator import NodeEmulator
 from kubeletemu.podresources.ratelimit import REJECTED_BY_RATE_LIMIT, TokenBucket
+from kubeletemu.podresources.schema import VersionedPool
 from kubeletemu.podresources.servicer_v1 import PodResourcesListerV1
 from kubeletemu.podresources.servicer_v1alpha1 import PodResourcesListerV1alpha1
 
@@ -92,8 +94,12 @@ class PodResourcesServer:
             PodResourcesListerV1(emulator, lock, metrics), self.server
         )
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
+        pool = VersionedPool(
+            lambda: emulator().config.emulator.kubelet_version,
+            (v1.DESCRIPTOR, v1alpha1.DESCRIPTOR, health_pb2.DESCRIPTOR, reflection_pb2.DESCRIPTOR),
+        )
         reflection.enable_server_reflection(
-            (*PODRESOURCES_SERVICES, HEALTH_SERVICE, reflection.SERVICE_NAME), self.server
+            (*PODRESOURCES_SERVICES, HEALTH_SERVICE, reflection.SERVICE_NAME), self.server, pool=pool
         )
 
     async def start(self) -> None:

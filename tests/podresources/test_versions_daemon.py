@@ -12,6 +12,8 @@ change:
 from __future__ import annotations
 
 import json
+import signal
+import time
 
 import grpc
 import pytest
@@ -144,3 +146,51 @@ def test_registry_rows_agree_with_the_gates(version: str) -> None:
     active = gates.get("KubeletPodResourcesListUseActivePods")
     assert in_effect("podresources.list-active-pods", version) == (active is not None and active.default)
     assert in_effect("podresources.pod-level-resources", version) == (version == "master")
+
+
+# What `grpcurl describe` shows of each versioned field, per version: reflection serves the version's schema.
+DESCRIBED = {
+    "1.34": {"share_id": False, "cpu_ids": False},
+    "1.35": {"share_id": True, "cpu_ids": False},
+    "1.36": {"share_id": True, "cpu_ids": False},
+    "master": {"share_id": True, "cpu_ids": True},
+}
+
+
+@pytest.mark.parametrize("version", sorted(DESCRIBED))
+def test_reflection_describes_the_versions_schema(start_daemon: StartDaemon, version: str) -> None:
+    """grpcurl, with no .proto, sees the fields the emulated kubelet's api.proto has, and a call decoded
+    with that schema still works."""
+    daemon = start_daemon(general_config(kubelet_version=version))
+    admit(daemon, GU)
+    socket = str(daemon.podresources_socket)
+    claim = grpcurl("-plaintext", "-unix", socket, "describe", "v1.ClaimResource")
+    assert claim.returncode == 0, claim.stderr
+    assert "device_name = 4" in claim.stdout
+    assert ("share_id = 5" in claim.stdout) == DESCRIBED[version]["share_id"], claim.stdout
+    pod = grpcurl("-plaintext", "-unix", socket, "describe", "v1.PodResources")
+    assert pod.returncode == 0, pod.stderr
+    assert "containers = 3" in pod.stdout
+    assert ("cpu_ids = 4" in pod.stdout) == DESCRIBED[version]["cpu_ids"], pod.stdout
+    assert ("memory = 5" in pod.stdout) == DESCRIBED[version]["cpu_ids"], pod.stdout
+    listed = grpcurl("-plaintext", "-unix", socket, "v1.PodResourcesLister/List")
+    assert listed.returncode == 0, listed.stderr
+    assert [p["name"] for p in json.loads(listed.stdout)["pod_resources"]] == ["gu"], listed.stdout
+
+
+def test_reflection_follows_a_reload_to_another_version(start_daemon: StartDaemon) -> None:
+    """SIGHUP with a new kubeletVersion (the node's kubelet upgraded): reflection describes the new schema."""
+    daemon = start_daemon(general_config(kubelet_version="1.34"))
+    socket = str(daemon.podresources_socket)
+    before = grpcurl("-plaintext", "-unix", socket, "describe", "v1.ClaimResource")
+    assert before.returncode == 0 and "share_id" not in before.stdout, before.stdout + before.stderr
+    daemon.config.write_text(
+        daemon.config.read_text().replace("kubeletVersion: '1.34'", "kubeletVersion: '1.35'")
+    )
+    daemon.send(signal.SIGHUP)
+    deadline = time.monotonic() + 15
+    while "reloaded" not in daemon.log.read_text():
+        assert time.monotonic() < deadline, daemon.log.read_text()
+        time.sleep(0.05)
+    after = grpcurl("-plaintext", "-unix", socket, "describe", "v1.ClaimResource")
+    assert after.returncode == 0 and "share_id = 5" in after.stdout, after.stdout + after.stderr
