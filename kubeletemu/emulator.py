@@ -249,15 +249,13 @@ class NodeEmulator:
         return PredicateAdmitHandler(self.allocatable.allocatable, kubelet.max_pods, feature_gates=gates)
 
     def _pod_features_handler(self) -> PodFeaturesAdmitHandler:
-        kubelet = self.config.kubelet
-        return PodFeaturesAdmitHandler(
-            effective_gates(self.config.emulator.kubelet_version, kubelet.feature_gates)
-        )
+        version = self.config.emulator.kubelet_version
+        return PodFeaturesAdmitHandler(effective_gates(version, self.config.kubelet.feature_gates), version)
 
     def _run_chain(self, cm: ContainerManager, pod: Pod) -> AdmissionReport:
         """The resource allocator (Topology Manager and its providers), then the predicate handler's
-        node fit, then the pod-features handler (pod-level resources with the gate off): the kubelet's
-        order, so a pod refused by several reports the earliest handler's reason."""
+        node fit, then the pod-features handler (pod-level resources with the gate off; from 1.34): the
+        kubelet's order, so a pod refused by several reports the earliest handler's reason."""
         allocation = cm.allocate(pod)
         if not allocation.result.admit:
             return _report(pod, allocation, HANDLER_RESOURCE_ALLOCATOR)

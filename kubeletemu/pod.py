@@ -91,6 +91,16 @@ class Pod:
         return compute_qos(self)
 
 
+def is_pod_level_resources_set(pod: Pod) -> bool:
+    """``resourcehelper.IsPodLevelResourcesSet``: ``spec.resources`` requests or limits name a supported
+    pod-level resource (``IsSupportedPodLevelResource``: cpu, memory, hugepages-*). Here, the lowest module,
+    so the admit handlers, the managers and the Topology Manager's scopes share one definition."""
+    if pod.resources is None:
+        return False
+    names = (*pod.resources.requests, *pod.resources.limits)
+    return any(n in ("cpu", "memory") or n.startswith("hugepages-") for n in names)
+
+
 def compute_qos(pod: Pod, pod_level_resources_enabled: bool = False) -> QOSClass:
     """``ComputePodQOS``: only cpu and memory count; zero quantities are ignored.
 

@@ -9,22 +9,14 @@ from kubeletemu.cpumanager.policy_options import (
     POD_LEVEL_RESOURCES_GATE,
     merged_gates,
 )
-from kubeletemu.pod import Container, Pod, QOSClass, compute_qos
+from kubeletemu.pod import Container, Pod, QOSClass, compute_qos, is_pod_level_resources_set
 from kubeletemu.quantity import Quantity
-from kubeletemu.versions.behaviours import in_effect
+from kubeletemu.versions.behaviours import step_at
 from kubeletemu.versions.version import MASTER
 
 CPU = "cpu"
 MEMORY = "memory"
 _ZERO = Quantity(0)
-
-
-def is_pod_level_resources_set(pod: Pod) -> bool:
-    """``resourcehelper.IsPodLevelResourcesSet``: pod-level requests or limits of a supported resource."""
-    if pod.resources is None:
-        return False
-    names = [*pod.resources.requests, *pod.resources.limits]
-    return any(n in (CPU, MEMORY) or n.startswith("hugepages-") for n in names)
 
 
 def is_container_equivalent_qos_guaranteed(container: Container) -> bool:
@@ -56,7 +48,7 @@ class RequestCalculator:
         gates = merged_gates(feature_gates)
         self.pod_level_resources = gates[POD_LEVEL_RESOURCES_GATE]
         self.pod_level_resource_managers = gates[POD_LEVEL_RESOURCE_MANAGERS_GATE]
-        self.skips_pod_level = in_effect(SKIP_POD_LEVEL_RESOURCES, kubelet_version)
+        self.skip_step = step_at(SKIP_POD_LEVEL_RESOURCES, kubelet_version)
 
     def qos(self, pod: Pod) -> QOSClass:
         return compute_qos(pod, self.pod_level_resources)
@@ -66,14 +58,19 @@ class RequestCalculator:
         return self.pod_level_resource_managers and is_pod_level_resources_set(pod)
 
     def pod_level_unsupported(self, pod: Pod) -> bool:
-        """Pod-level resources set while either pod-level gate is off: the CPU manager stays out (from
-        1.34, kubernetes#133279, merged in July 2025 after the 1.33 release; a 1.33 kubelet has no such
-        check and serves the containers as in any pod of the pod's QoS class)."""
-        if not self.skips_pod_level:
+        """Whether the CPU and Memory Managers stay out of a pod with pod-level resources.
+
+        1.33 has no such check: the containers are served as in any pod of the pod's QoS class. 1.34 and
+        1.35 (kubernetes#133279) skip while ``PodLevelResources`` is on (with it off, ``spec.resources`` is
+        ignored and the containers are served). 1.36 (kubernetes#134768) skips unless
+        ``PodLevelResourceManagers`` and ``PodLevelResources`` are both on — with ``PodLevelResources`` off
+        too. (Both managers' ``policy_static.go`` at v1.34.9, v1.35.6 and v1.36.3.)
+        """
+        if self.skip_step == 0 or not is_pod_level_resources_set(pod):
             return False
-        return (
-            not self.pod_level_resource_managers or not self.pod_level_resources
-        ) and is_pod_level_resources_set(pod)
+        if self.skip_step == 1:
+            return self.pod_level_resources
+        return not self.pod_level_resource_managers or not self.pod_level_resources
 
     def guaranteed_cpus(self, pod: Pod, container: Container) -> int:
         """``guaranteedCPUs``: the whole CPU request of a container of a Guaranteed pod, else 0."""

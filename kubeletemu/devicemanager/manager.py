@@ -65,7 +65,7 @@ class DeviceManager:
         kubelet_version: str = MASTER,
     ) -> None:
         self.numa_nodes = sorted(numa_nodes)
-        # kubernetes#138244 (master, 1.37): hints over the NUMA nodes of the resource's devices.
+        # kubernetes#138244 (from 1.36): hints over the NUMA nodes of the resource's devices.
         self.hints_over_device_nodes = in_effect(HINTS_OVER_DEVICE_NODES, kubelet_version)
         self.affinity = affinity
         self.active_pods = active_pods

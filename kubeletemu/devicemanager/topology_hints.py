@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from kubeletemu.bitmask import BitMask, iterate_bitmasks
+from kubeletemu.bitmask import iterate_bitmasks
 from kubeletemu.devicemanager.devices import Device
 from kubeletemu.pod import Container, Pod
 from kubeletemu.quantity import Quantity
@@ -20,7 +20,7 @@ def _node_bits(device: Device | None) -> int:
 
 
 def device_numa_nodes(numa_nodes: Sequence[int], all_devices: Mapping[str, Device]) -> list[int]:
-    """``deviceNUMANodes`` (kubernetes#138244, master = 1.37): the NUMA ids of every device the plugin
+    """``deviceNUMANodes`` (kubernetes#138244, from 1.36): the NUMA ids of every device the plugin
     registered for the resource, allocated, healthy or not, kept only where the machine has that node (a
     plugin cannot widen the search beyond the machine's topology)."""
     machine = set(numa_nodes)
@@ -39,18 +39,18 @@ def generate_device_topology_hints(
     """``generateDeviceTopologyHints``: every NUMA mask with enough devices, preferred at the smallest
     node count that the resource's devices (all of them, free or not) could ever satisfy.
 
-    ``device_nodes_only`` is the master (1.37) kubelet (kubernetes#138244, merged 2026-04 as commit
-    3b5f150 after the 1.36 branch cut; read in the PR and its OpenShift cherry-pick): masks are
-    enumerated over :func:`device_numa_nodes` instead of every machine node (all of them if the devices
-    name none), which keeps the minimum size and the preferred flags as before, and when that leaves out
-    machine nodes a non-preferred hint over every machine node is added, so other providers still find a
-    common "anywhere" mask. With 4 nodes and one device on node 0: ``{0}`` preferred and ``{0-3}``, where
-    1.36 also gave the six other masks holding node 0. ``mask.AnySet(device nodes)`` is evaluated as an
-    AND of integer masks, precomputed once per device.
+    ``device_nodes_only`` is the 1.36 and later kubelet (kubernetes#138244, merged 2026-04 as commit
+    3b5f150, released in v1.36.0): masks are enumerated over :func:`device_numa_nodes` instead of every
+    machine node (all of them if the devices name none), which keeps the minimum size and the preferred
+    flags; masks holding a node without devices are no longer hints at all. With 2 nodes and one device
+    on node 1: ``{1}`` preferred, where 1.35 also gave ``{0,1}`` non-preferred. Read in
+    ``pkg/kubelet/cm/devicemanager/topology_hints.go`` and its test of openshift/kubernetes v1.36.3 as
+    vendored in openshift/microshift release-4.23 @ ab25d11482 ("Single Request, only one with alignment"
+    expects ``{1}`` alone), v1.35.6 before OpenShift's own pick of the PR for the earlier form.
+    ``mask.AnySet(device nodes)`` is evaluated as an AND of integer masks, precomputed once per device.
     """
-    machine_nodes = numa_nodes
     if device_nodes_only:
-        numa_nodes = device_numa_nodes(machine_nodes, all_devices) or list(machine_nodes)
+        numa_nodes = device_numa_nodes(numa_nodes, all_devices) or list(numa_nodes)
     min_affinity_size = len(numa_nodes)
     all_bits = [_node_bits(d) for d in all_devices.values()]
     available_bits = [_node_bits(all_devices.get(d)) for d in available]
@@ -73,16 +73,11 @@ def generate_device_topology_hints(
         if matching < request:
             continue
         hints.append(TopologyHint(mask, False))
-    out = [
+    return [
         TopologyHint(h.affinity, h.affinity.count() == min_affinity_size)
         for h in hints
         if h.affinity is not None
     ]
-    if out and len(numa_nodes) < len(machine_nodes):
-        everywhere = BitMask.of(*machine_nodes)
-        if all(h.affinity != everywhere for h in out):
-            out.append(TopologyHint(everywhere, False))
-    return out
 
 
 def get_container_device_request(

@@ -21,8 +21,9 @@ from kubeletemu.registry import AdmittedPod
 from kubeletemu.shadow.assignments import KubeletAssignments, from_checkpoints
 from kubeletemu.shadow.config import mirror_config
 from kubeletemu.shadow.errors import SourceInvalidError
+from kubeletemu.shadow.pod_level import PodLevelHoldings
 from kubeletemu.shadow.reconstruct import Reconstruction, reconstruct
-from kubeletemu.shadow.sources import KubeletSnapshot
+from kubeletemu.shadow.sources import Checkpoints, KubeletSnapshot
 
 
 @dataclass
@@ -98,6 +99,19 @@ def _consistency(mirror: Mirror) -> None:
         )
 
 
+def pod_level_holdings(checkpoints: Checkpoints) -> dict[str, PodLevelHoldings]:
+    """Per pod UID, the pod-level CPU set and memory blocks the checkpoints hold
+    (PodLevelResourceManagers)."""
+    memory = checkpoints.memory.pod_entries or {}
+    return {
+        uid: PodLevelHoldings(
+            tuple(checkpoints.cpu_pod_sets[uid].list()) if uid in checkpoints.cpu_pod_sets else (),
+            tuple(sorted((b.type, b.size, tuple(b.numa_affinity)) for b in memory.get(uid, []))),
+        )
+        for uid in sorted(checkpoints.cpu_pod_sets.keys() | memory.keys())
+    }
+
+
 def build_mirror(own: Config, machine: Machine, snapshot: KubeletSnapshot) -> Mirror:
     """The kubelet's node as a :class:`NodeEmulator`; raises :class:`SourceInvalidError`."""
     paths = snapshot.paths
@@ -120,8 +134,7 @@ def build_mirror(own: Config, machine: Machine, snapshot: KubeletSnapshot) -> Mi
     _seed(emulator, snapshot)
     kubelet = from_checkpoints(snapshot.checkpoints)
     checkpoints = snapshot.checkpoints
-    pod_level = checkpoints.cpu_pod_sets.keys() | (checkpoints.memory.pod_entries or {}).keys()
-    reconstruction = reconstruct(snapshot.listing, kubelet, pod_level)
+    reconstruction = reconstruct(snapshot.listing, kubelet, pod_level_holdings(checkpoints))
     for mirrored in reconstruction.pods:
         emulator.registry.add(AdmittedPod(mirrored.pod))
     # The kubelet's removeStaleState: checkpoint entries of pods it does not list are dropped.

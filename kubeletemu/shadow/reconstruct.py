@@ -24,10 +24,13 @@ resource requests. The checkpoints are keyed by pod UID and container name. So:
   (``updateInitContainersMemoryBlocks``), so an init container's memory of a type is taken as its block
   plus what the containers after it hold of that type on the same NUMA nodes (exact when its block is not
   used up; an upper bound otherwise).
-  Everything else about a pod (requests of Burstable and BestEffort pods, overhead, pod-level resources)
-  is unknown and left empty. A pod holding a pod-level CPU set (``PodLevelResourceManagers``: in the
-  checkpoint's pod entries, or listed on the pod from master on) keeps that set in the mirrored state, but
-  its pod-level requests are not rebuilt, so its replay may diverge; it is noted.
+  Everything else about a pod (requests of Burstable and BestEffort pods, overhead) is unknown and left
+  empty.
+* **Pod-level resources** (``PodLevelResourceManagers``): a pod the kubelet gave a pod-level CPU set or
+  memory blocks (the checkpoints' pod entries; from master also the pod's own ``cpu_ids`` / ``memory`` in
+  the List) gets ``spec.resources`` equal to them and container requests read from how its set was carved
+  (:mod:`kubeletemu.shadow.pod_level`); a pod-level pod with regular init containers is noted, as its
+  sidecars' place among them cannot be known.
 
 Checkpoint UIDs that no listed pod matches are pods the kubelet no longer runs: its next stale-state sweep
 drops them, and so does the mirror.
@@ -35,7 +38,7 @@ drops them, and so does the mirror.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -43,6 +46,7 @@ from kubeletemu._proto.podresources.v1 import api_pb2 as v1
 from kubeletemu.pod import Container, Pod, derived_uid
 from kubeletemu.quantity import Quantity
 from kubeletemu.shadow.assignments import EMPTY, Assignment, KubeletAssignments, from_podresources
+from kubeletemu.shadow.pod_level import PodLevelHoldings, build_pod_level
 
 UID_FROM_CHECKPOINT = "checkpoint"
 UID_DERIVED = "derived"
@@ -78,6 +82,13 @@ class MirroredPod:
     ambiguous_with: tuple[str, ...] = ()
     # Requests the reconstruction had to guess, one line each.
     placeholders: tuple[str, ...] = ()
+    # Other readings of the same holdings (a pod-level pod whose slices more than one reading explains):
+    # the replay takes the first that carves what the kubelet carved.
+    alternatives: tuple[Pod, ...] = ()
+
+    @property
+    def readings(self) -> tuple[Pod, ...]:
+        return (self.pod, *self.alternatives)
 
     @property
     def key(self) -> str:
@@ -184,11 +195,33 @@ def _reused_by_later(sequence: Sequence[tuple[str, Assignment]], index: int) -> 
     return reused
 
 
-def build_pod(listed: ListedPod, uid: str, held: Mapping[str, Assignment]) -> tuple[Pod, tuple[str, ...]]:
-    """The pod with the requests its assignments imply, and the lines naming what was guessed."""
+def build_pod(
+    listed: ListedPod,
+    uid: str,
+    held: Mapping[str, Assignment],
+    pod_level: PodLevelHoldings | None = None,
+) -> tuple[list[Pod], tuple[str, ...], str]:
+    """The pod with the requests its assignments imply (a pod-level pod: each possible reading, the
+    likeliest first), the lines naming what was guessed, and a note when the rebuilt requests may not be
+    the pod's."""
     reported = {name for name, _ in listed.containers}
     init = sorted(((n, a) for n, a in held.items() if n not in reported), key=_init_order)
     app = [(name, held.get(name, EMPTY)) for name, _ in listed.containers]
+    if pod_level:
+        readings = build_pod_level(pod_level, init, app)
+        pods = [
+            Pod(
+                name=listed.name,
+                namespace=listed.namespace,
+                uid=uid,
+                containers=reading.containers,
+                init_containers=reading.init_containers,
+                phase=RUNNING,
+                resources=reading.resources,
+            )
+            for reading in readings
+        ]
+        return pods, readings[0].placeholders, readings[0].note
     sequence = [*init, *app]
     # Only Guaranteed pods get exclusive CPUs (static CPU policy) or memory blocks (static Memory Manager).
     guaranteed = any(a.cpus or a.memory for _, a in sequence)
@@ -207,16 +240,31 @@ def build_pod(listed: ListedPod, uid: str, held: Mapping[str, Assignment]) -> tu
         init_containers=tuple(containers[: len(init)]),
         phase=RUNNING,
     )
-    return pod, tuple(placeholders)
+    return [pod], tuple(placeholders), ""
+
+
+def listed_pod_level(listing: v1.ListPodResourcesResponse) -> dict[str, PodLevelHoldings]:
+    """The pods' own ``cpu_ids`` / ``memory`` a master kubelet lists (KEP-5526), by namespace/name."""
+    out: dict[str, PodLevelHoldings] = {}
+    for pod in listing.pod_resources:
+        if pod.cpu_ids or pod.memory:
+            blocks = ((m.memory_type, m.size, tuple(n.ID for n in m.topology.nodes)) for m in pod.memory)
+            out[f"{pod.namespace}/{pod.name}"] = PodLevelHoldings(
+                tuple(sorted(set(pod.cpu_ids))), tuple(sorted(blocks))
+            )
+    return out
 
 
 def reconstruct(
     listing: v1.ListPodResourcesResponse,
     kubelet: KubeletAssignments,
-    pod_level_uids: Collection[str] = (),
+    pod_level: Mapping[str, PodLevelHoldings] | None = None,
 ) -> Reconstruction:
     """The kubelet's listed pods with UIDs and requests; see the module docstring for the rules.
-    ``pod_level_uids``: the pods the CPU checkpoint holds a pod-level set for."""
+    ``pod_level``: per pod UID, the pod-level CPU set and memory blocks the checkpoints hold; the List's
+    own pod-level fields (master) complete them."""
+    from_checkpoints = pod_level or {}
+    from_listing = listed_pod_level(listing)
     listed = listed_pods(listing)
     matches, leftover = match_uids(listed, kubelet)
     pods: list[MirroredPod] = []
@@ -238,13 +286,24 @@ def reconstruct(
         else:
             held = kubelet[uid]
             source = UID_FROM_CHECKPOINT
-        pod, placeholders = build_pod(entry, uid, held)
-        pods.append(MirroredPod(pod, source, MappingProxyType(dict(held)), others, placeholders))
-    listed_pod_level = {f"{r.namespace}/{r.name}" for r in listing.pod_resources if r.cpu_ids or r.memory}
-    for mirrored in pods:
-        if mirrored.key in listed_pod_level or mirrored.pod.uid in pod_level_uids:
-            notes.append(
-                f"{mirrored.key}: holds pod-level resources (PodLevelResourceManagers); its pod-level "
-                "requests are not reconstructed, so its replay may diverge"
+        holdings = _holdings(from_checkpoints.get(uid), from_listing.get(entry.key))
+        readings, placeholders, note = build_pod(entry, uid, held, holdings)
+        if note:
+            notes.append(f"{entry.key}: {note}")
+        pods.append(
+            MirroredPod(
+                readings[0], source, MappingProxyType(dict(held)), others, placeholders, tuple(readings[1:])
             )
+        )
     return Reconstruction(tuple(pods), tuple(leftover), tuple(unmatched), tuple(notes))
+
+
+def _holdings(
+    checkpoint: PodLevelHoldings | None, listed: PodLevelHoldings | None
+) -> PodLevelHoldings | None:
+    """The checkpoints' record of a pod's bubble, each part completed by the List's when absent."""
+    if not checkpoint:
+        return listed
+    if not listed:
+        return checkpoint
+    return PodLevelHoldings(checkpoint.cpus or listed.cpus, checkpoint.memory or listed.memory)

@@ -22,6 +22,9 @@ pods after it released (the kubelet's ``RemoveContainer`` on each manager): it s
 had assigned to the pods before it, not the emulator's own earlier choices, so a divergence never cascades
 into other pods. Each try costs one in-memory clone of the container manager and one admission.
 
+**Readings.** A pod-level pod whose container slices more than one set of requests explains
+(:mod:`kubeletemu.shadow.pod_level`) is admitted in each reading until one carves what the kubelet carved.
+
 **Devices.** The kubelet picks among equally placed devices in Go map order (random), so devices are
 compared by placement: per resource, the NUMA nodes of each device. Devices that differ only by id are
 counted as interchangeable, not as a divergence.
@@ -211,6 +214,24 @@ def _exact(mirrored: MirroredPod, allocation: AllocationResult) -> bool:
 Trace = list[tuple[MirroredPod, AllocationResult]]
 
 
+def _allocate(
+    fresh: ContainerManager, mirrored: MirroredPod, nodes_of: DeviceNodes
+) -> tuple[AllocationResult, ContainerManager]:
+    """Admit the pod on ``fresh`` (a private copy of the state): its first reading whose allocation is the
+    kubelet's, else its first reading. A pod with one reading costs one admission on ``fresh`` itself;
+    each further reading (a pod-level pod read more than one way) one more copy and admission."""
+    pristine = fresh.clone() if mirrored.alternatives else None
+    first = (fresh.allocate(mirrored.pod), fresh)
+    if pristine is None or _reproduces(mirrored, first[0], nodes_of):
+        return first
+    for reading in mirrored.alternatives:
+        trial = pristine.clone()
+        allocation = trial.allocate(reading)
+        if _reproduces(mirrored, allocation, nodes_of):
+            return allocation, trial
+    return first
+
+
 def _without(cm: ContainerManager, pods: Sequence[MirroredPod]) -> ContainerManager:
     """The kubelet's state without ``pods``: a copy of the mirrored state with them released."""
     state = cm.clone()
@@ -233,8 +254,7 @@ def _forward(
         first: tuple[MirroredPod, AllocationResult] | None = None
         for candidate in remaining[: max_candidates if budget > 0 else 1]:
             budget -= 1
-            trial = work.clone()
-            allocation = trial.allocate(candidate.pod)
+            allocation, trial = _allocate(work.clone(), candidate, nodes_of)
             first = first or (candidate, allocation)
             if _reproduces(candidate, allocation, nodes_of):
                 chosen = (candidate, allocation, trial)
@@ -268,7 +288,7 @@ def _backward(
             budget -= 1
             trial = work.clone()
             trial.release(candidate.pod.uid)
-            allocation = trial.allocate(candidate.pod)
+            allocation, _ = _allocate(trial, candidate, nodes_of)
             # None reproducing: the default order's last pod, the first one tried.
             fallback = fallback or (candidate, allocation)
             if _reproduces(candidate, allocation, nodes_of):

@@ -129,7 +129,7 @@ def new_manager(
     gates = feature_gates or {}
     scope: Scope
     if scope_name == SCOPE_CONTAINER:
-        scope = ContainerScope(policy)
+        scope = ContainerScope(policy, gates.get("PodLevelResourceManagers", False))
     elif scope_name == SCOPE_POD:
         scope = PodScope(policy, gates.get("PodLevelResourceManagers", False))
     else:

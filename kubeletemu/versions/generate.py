@@ -93,11 +93,14 @@ SOURCES: dict[str, tuple[str, Source, tuple[str, str], tuple[str, str]]] = {
             "357221ead90d14618bd8906589bbd8258f14441c",
             _AWS_TI_PIN,
             note=(
-                "No vendored copy pinned to v1.36.x was found. This is kubernetes master vendored on "
-                "2026-04-11 ('Bump k8s on 04/11/2026'), three days after the release-1.36 branch cut "
-                "(v0.36.0-rc.0 / v0.37.0-alpha.0, 2026-04-08); its specs stop at 1.36 (no 1.37 entries). "
-                "From the 2026-03-29 snapshot it differs only by the 1.36 alpha gate rename "
-                "EnableWorkloadWithJob -> WorkloadWithJob."
+                "Kubernetes master vendored on 2026-04-11 ('Bump k8s on 04/11/2026'), three days after "
+                "the release-1.36 branch cut (v0.36.0-rc.0 / v0.37.0-alpha.0, 2026-04-08); its specs stop "
+                "at 1.36 (no 1.37 entries). From the 2026-03-29 snapshot it differs only by the 1.36 "
+                "alpha gate rename EnableWorkloadWithJob -> WorkloadWithJob. Checked against v1.36.3 "
+                "(openshift/kubernetes as vendored in openshift/microshift release-4.23 @ ab25d11482, "
+                "deps/github.com/openshift/kubernetes/pkg/features/kube_features.go): the same specs, but "
+                "for OpenShift's carries (NodeLogQuery on by default, registerOpenshiftFeatures' own "
+                "gates)."
             ),
         ),
         ("v0.36.0", "5234ccbbe884ef2814dd12090d1e5fb64220b8bd"),

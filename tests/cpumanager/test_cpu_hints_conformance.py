@@ -1,12 +1,15 @@
 """``cpu_hints.json``: GetTopologyHints / GetPodTopologyHints of the static policy and podGuaranteedCPUs.
 
-Setup as the file's ``encoding`` says: a static policy with no reserved CPUs and the row's options, the
-state's default set and assignments from the row, reusable CPUs from the row. Hints are compared as an
-unordered set (the Go test sorts both sides); an empty expectation is the non-nil empty list.
+Setup as the file's ``encoding`` says: a static policy with no reserved CPUs and the row's options and
+feature gates, the state's default set and assignments from the row, reusable CPUs from the row, and the
+pod's pod-level resources when the row sets them. Hints are compared as an unordered set (the Go test sorts
+both sides); an empty expectation is the non-nil empty list; a ``null`` expectation is nil: no CPU hints at
+all (TestTopologyHintsPodLevelResources compares with reflect.DeepEqual, so an empty list would fail there).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -14,7 +17,8 @@ import pytest
 from kubeletemu.cpumanager import CPUSet, StaticPolicy
 from kubeletemu.cpumanager.pod_requests import RequestCalculator
 from kubeletemu.cpumanager.state import MemoryState
-from kubeletemu.pod import Container
+from kubeletemu.pod import Container, Pod, ResourceRequirements
+from kubeletemu.quantity import Quantity
 from tests.conformance.loader import load, versioned_rows
 from tests.cpumanager.helpers import FixedStore, conformance_topology, container, pod
 
@@ -36,23 +40,38 @@ def _params(section: str) -> list[Any]:
 def _containers(raw: list[dict[str, Any]], prefix: str) -> list[Container]:
     out = []
     for index, c in enumerate(raw):
-        # request == limit everywhere in these tables; memory alike, so Guaranteed iff cpu > 0.
-        assert c["cpu_request"] == c["cpu_limit"]
+        # Memory request == limit on every container (the upstream helpers set it alike), so a container
+        # is Guaranteed-equivalent iff its CPU request equals its limit and is non-zero.
         cpu = c["cpu_request"]
         out.append(
             container(
                 c.get("name", f"{prefix}-{index}"),
                 cpu,
                 f"{cpu}Gi",
+                limit_cpu=c["cpu_limit"],
                 restart_policy=c.get("restart_policy"),
             )
         )
     return out
 
 
+def _pod(raw: dict[str, Any], uid: str) -> Pod:
+    """The row's pod; ``pod_resources`` (cpu request/limit, memory alike) become ``spec.resources``."""
+    base = pod(uid, _containers(raw["containers"], "app"), _containers(raw["init_containers"], "init"))
+    level = raw.get("pod_resources")
+    if level is None:
+        return base
+    memory = Quantity.parse(f"{level['cpu_request']}Gi")
+    resources = ResourceRequirements(
+        requests={"cpu": Quantity(level["cpu_request"]), "memory": memory},
+        limits={"cpu": Quantity(level["cpu_limit"]), "memory": memory},
+    )
+    return replace(base, resources=resources)
+
+
 def test_table_sizes() -> None:
-    assert len(DATA["cases"]) == 25
-    assert len(DATA["pod_guaranteed_cpus_cases"]) == 12
+    assert len(DATA["cases"]) == 39
+    assert len(DATA["pod_guaranteed_cpus_cases"]) == 13
 
 
 @pytest.mark.parametrize(("row", "version"), _params("cases"))
@@ -64,7 +83,7 @@ def test_hints(row: dict[str, Any], version: str) -> None:
         CPUSet(row["reserved_cpus"]),
         FixedStore(),
         row["policy_options"],
-        GATES,
+        {**GATES, **row.get("feature_gates", {})},
         kubelet_version=version,
     )
     state = MemoryState()
@@ -75,11 +94,7 @@ def test_hints(row: dict[str, Any], version: str) -> None:
             for uid, containers in row["state"]["assignments"].items()
         }
     )
-    test_pod = pod(
-        row["pod"]["uid"],
-        _containers(row["pod"]["containers"], "app"),
-        _containers(row["pod"]["init_containers"], "init"),
-    )
+    test_pod = _pod(row["pod"], row["pod"]["uid"])
     policy.cpus_to_reuse[test_pod.uid] = CPUSet(row["reusable_cpus"])
 
     if row["api"] == "GetTopologyHints":
@@ -90,6 +105,10 @@ def test_hints(row: dict[str, Any], version: str) -> None:
         assert row["api"] == "GetPodTopologyHints"
         hints = policy.get_pod_topology_hints(state, test_pod)
 
+    if row["expected_hints"] is None:
+        # nil: no "cpu" entry at all (an empty list is a different answer, see the module docstring).
+        assert hints is None or hints.get("cpu") is None, f"expected nil CPU hints, got {hints}"
+        return
     assert hints is not None and set(hints) == {"cpu"}
     cpu_hints = hints["cpu"]
     assert cpu_hints is not None, "a nil list where the kubelet returns a (possibly empty) list"
@@ -101,6 +120,6 @@ def test_hints(row: dict[str, Any], version: str) -> None:
 
 @pytest.mark.parametrize(("row", "version"), _params("pod_guaranteed_cpus_cases"))
 def test_pod_guaranteed_cpus(row: dict[str, Any], version: str) -> None:
-    test_pod = pod("pod", _containers(row["containers"], "app"), _containers(row["init_containers"], "init"))
-    calculator = RequestCalculator(kubelet_version=version)
+    test_pod = _pod(row, "pod")
+    calculator = RequestCalculator(row.get("feature_gates"), kubelet_version=version)
     assert calculator.pod_guaranteed_cpus(test_pod) == row["expected_cpus"]

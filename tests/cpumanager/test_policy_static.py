@@ -246,8 +246,11 @@ def test_pod_level_bubble() -> None:
     [
         (
             "restricted",
+            # The pod-level flow's refusal (PodLevelTopologyAffinityError, 1.36+).
             PodAdmitResult(
-                False, "TopologyAffinityError", "Resources cannot be allocated with Topology locality"
+                False,
+                "TopologyAffinityError",
+                "Pod Scope pod with pod-level resources failed admission under pod-scope topology manager",
             ),
         ),
         (

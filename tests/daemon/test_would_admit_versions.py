@@ -119,10 +119,9 @@ def test_pod_level_requests_count_from_1_34(make_daemon: MakeDaemon, tmp_path: P
     )
     assert daemon.stub().Admit(pb.AdmitRequest(pod=pb.PodSource(manifest=HOLDER)), timeout=10).admitted
     # 1.33: PodLevelResources is alpha and off, so the node fit ignores the pod-level requests, and
-    # the pod-features admit handler then refuses the pod for setting them.
+    # the pod fits (1.33 has no pod-features admit handler to refuse it for setting them).
     old = would_admit(daemon, POD_LEVEL, "1.33")
-    assert (old.admitted, old.reason) == (False, "PodLevelResourcesNotSupported")
-    assert old.message == "PodLevelResources feature gate is disabled"
+    assert (old.admitted, old.reason) == (True, "")
     for version in ("1.34", ""):
         new = would_admit(daemon, POD_LEVEL, version)
         assert (new.admitted, new.reason) == (False, "OutOfcpu")
@@ -133,8 +132,8 @@ def test_pod_level_requests_count_from_1_34(make_daemon: MakeDaemon, tmp_path: P
 
     cli = cli_runner(daemon, tmp_path)
     older = cli("would-admit", "-f", "pod.yaml", "--kubelet-version", "1.33")
-    assert older.returncode == 1, older.stderr
-    assert "REJECTED PodLevelResourcesNotSupported" in older.stdout
+    assert older.returncode == 0, older.stderr
+    assert "ADMITTED" in older.stdout and "REJECTED" not in older.stdout
     newer = cli("would-admit", "-f", "pod.yaml", "--kubelet-version", "v1.34.3")
     assert newer.returncode == 1, newer.stderr
     assert "REJECTED OutOfcpu" in newer.stdout

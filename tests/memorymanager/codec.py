@@ -7,7 +7,7 @@ from typing import Any
 from kubeletemu.bitmask import BitMask
 from kubeletemu.memorymanager.state import Block, MemoryTable, NUMANodeState
 from kubeletemu.memorymanager.state.state import ContainerMemoryAssignments, NUMANodeMap
-from kubeletemu.pod import Container, Pod
+from kubeletemu.pod import Container, Pod, ResourceRequirements
 from kubeletemu.quantity import Quantity
 from kubeletemu.topologymanager import TopologyHint
 
@@ -28,12 +28,17 @@ def container(raw: dict[str, Any]) -> Container:
 
 
 def pod(raw: dict[str, Any]) -> Pod:
+    pod_level = raw.get("resources")
     return Pod(
         name=raw.get("uid", "pod"),
         namespace="default",
         uid=raw.get("uid", "pod"),
         containers=tuple(container(c) for c in raw.get("containers", [])),
         init_containers=tuple(container(c) for c in raw.get("init_containers", [])),
+        # spec.resources (pod-level resources), when the row sets it.
+        resources=None
+        if pod_level is None
+        else ResourceRequirements(resources(pod_level.get("requests")), resources(pod_level.get("limits"))),
     )
 
 

@@ -175,10 +175,11 @@ def test_restart_restores_the_pod_entry(machine: Machine, tmp_path: Path) -> Non
 
 
 def test_restart_with_the_gate_off_refuses_the_pod_level_state(machine: Machine, tmp_path: Path) -> None:
-    """Without the gate the containers' slices are charged instead of the pod entry: the restored machine
-    state no longer adds up and the kubelet refuses to start (its validateState)."""
+    """Without the gate the kubelet reads V1 only: the file written with the gate on (V2, its checksum over
+    the struct with ``PodEntries``) fails V1's checksum and the kubelet refuses to start at restore — the
+    rollback case KEP-5526 calls higher risk."""
     assert node(machine, tmp_path).admit(parse(MIXED)).admitted
-    with pytest.raises(Exception, match="the expected machine state is different from the real one"):
+    with pytest.raises(Exception, match="could not restore state from checkpoint: checkpoint is corrupted"):
         node(machine, tmp_path, gates=None)
 
 

@@ -150,7 +150,10 @@ def test_each_versions_file_is_read_in_its_format(
         bubble = theirs.get_pod_cpu_assignments()[PLR_UID]
         assert bubble.size() == 3 and theirs.get_cpu_assignments()[PLR_UID]["c"].size() == 2
         assert mirror.snapshot.checkpoints.cpu_pod_sets == {PLR_UID: bubble}
-        assert "prod/plr: holds pod-level resources (PodLevelResourceManagers)" in " ".join(mirror.warnings)
+        # Its spec.resources are rebuilt from the bubble (no "may diverge" note any more).
+        (plr,) = [m.pod for m in mirror.reconstruction.pods if m.pod.uid == PLR_UID]
+        assert plr.resources is not None and plr.resources.limits["cpu"].value() == 3
+        assert not [w for w in mirror.warnings if "may diverge" in w]
     else:
         assert ours.get_pod_cpu_assignments() == {}
     # What-if answers against the mirror are the kubelet's own.
@@ -205,8 +208,8 @@ def test_master_reads_data_not_the_embedded_v2(short_dir: Path, host: tuple[Path
             GATE_ON,
             V1_ENTRIES_ERROR,
         ),
-        # V4 with data: refused, no fallback to the (still valid) embedded V2.
-        ("master", GATE_ON, "checkpoint is corrupted"),
+        # V4 with data: refused, no fallback to the (still valid) embedded V2 (kubernetes#139087's wrapping).
+        ("master", GATE_ON, "could not load v4 checkpoint: checkpoint is corrupted"),
     ],
 )
 def test_a_corrupt_file_is_refused_with_the_kubelets_text(
@@ -307,7 +310,7 @@ def test_the_daemon_refuses_a_corrupt_v4_file_as_the_kubelet_does(
     write_like_kubelet(path, json.dumps(doc, separators=(",", ":")).encode())
     report = wait_for(lambda: (r := daemon.report()).last_error and r)
     assert (
-        report.last_error
-        == f"the kubelet's CPU manager checkpoint {path} is not usable: checkpoint is corrupted"
+        report.last_error == f"the kubelet's CPU manager checkpoint {path} is not usable: "
+        "could not load v4 checkpoint: checkpoint is corrupted"
     )
     assert report.generation == 1  # the previous mirror stays

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from kubeletemu._proto.podresources.v1 import api_pb2 as v1
-from kubeletemu.pod import QOSClass
+from kubeletemu.pod import QOSClass, compute_qos
 from kubeletemu.quantity import Quantity
 from kubeletemu.shadow import reconstruct
 from kubeletemu.shadow.assignments import Assignment, KubeletAssignments
+from kubeletemu.shadow.pod_level import PodLevelHoldings
 from kubeletemu.shadow.reconstruct import UID_DERIVED, UID_FROM_CHECKPOINT, derived_uid
 
 GIB = 1 << 30
@@ -162,28 +163,170 @@ def test_checkpoint_only_containers_are_init_containers() -> None:
     assert len(result.pods[0].placeholders) == 2
 
 
-def test_duplicates_and_pod_level_resources_are_noted() -> None:
+def test_duplicates_are_noted() -> None:
     response = listing(("ns", "p", [container("c")]), ("ns", "p", [container("c")]))
-    response.pod_resources[0].cpu_ids.extend([3])
     result = reconstruct(response, {})
     assert len(result.pods) == 1
-    assert result.notes == (
-        "ns/p: listed twice; the first entry is mirrored",
-        "ns/p: holds pod-level resources (PodLevelResourceManagers); its pod-level requests are not "
-        "reconstructed, so its replay may diverge",
+    assert result.notes == ("ns/p: listed twice; the first entry is mirrored",)
+
+
+# ---- pod-level pods (PodLevelResourceManagers) --------------------------------------------------------
+
+# A 4-CPU, 2 GiB bubble on NUMA 0: "ex" holds its own 2 CPUs and 512 MiB, "sh1" and "sh2" the rest.
+BUBBLE = PodLevelHoldings((2, 3, 10, 11), (("memory", 2 * GIB, (0,)),))
+SHARED = ([3, 11], [("memory", 3 * GIB // 2, [0])])
+
+
+def shared_pod_kubelet() -> KubeletAssignments:
+    return {
+        "uid-1": {
+            "ex": Assignment.of([2, 10], [("memory", GIB // 2, (0,))]),
+            "sh1": Assignment.of([3, 11], [("memory", 3 * GIB // 2, (0,))]),
+            "sh2": Assignment.of([3, 11], [("memory", 3 * GIB // 2, (0,))]),
+        }
+    }
+
+
+def shared_pod_listing() -> v1.ListPodResourcesResponse:
+    return listing(
+        ("ns", "p", [container("ex", [2, 10], [("memory", GIB // 2, [0])]), container("sh1", *SHARED)]),
     )
 
 
-def test_pods_with_a_pod_level_set_in_the_checkpoints_are_noted() -> None:
-    """1.36 lists no pod-level CPUs: the checkpoint's pod entries name the pod."""
-    kubelet: KubeletAssignments = {"uid-1": {"c": Assignment.of([2, 10])}}
-    result = reconstruct(
-        listing(("ns", "p", [container("c", [2, 10])]), ("ns", "q", [container("c")])), kubelet, {"uid-1"}
+def test_a_pod_level_pod_gets_its_bubble_as_spec_resources() -> None:
+    """1.36: the bubble comes from the checkpoints' pod entries (the List has no pod-level fields)."""
+    response = listing(
+        (
+            "ns",
+            "p",
+            [
+                container("ex", [2, 10], [("memory", GIB // 2, [0])]),
+                container("sh1", *SHARED),
+                container("sh2", *SHARED),
+            ],
+        )
     )
-    assert result.pods[0].pod.uid == "uid-1"
+    result = reconstruct(response, shared_pod_kubelet(), {"uid-1": BUBBLE})
+    (mirrored,) = result.pods
+    pod = mirrored.pod
+    assert pod.resources is not None
+    assert pod.resources.requests == pod.resources.limits == {"cpu": Quantity(4), "memory": Quantity(2 * GIB)}
+    # The exclusive container asks for its slice; the two holding the same remainder ask for nothing.
+    assert [(c.name, dict(c.limits)) for c in pod.containers] == [
+        ("ex", {"cpu": Quantity(2), "memory": Quantity(GIB // 2)}),
+        ("sh1", {}),
+        ("sh2", {}),
+    ]
+    assert compute_qos(pod, pod_level_resources_enabled=True) == QOSClass.GUARANTEED
+    assert mirrored.alternatives == () and result.notes == () and mirrored.placeholders == ()
+
+
+def test_master_lists_the_bubble_on_the_pod() -> None:
+    """master (KEP-5526): the List's own cpu_ids / memory give the bubble when the checkpoints do not."""
+    response = shared_pod_listing()
+    response.pod_resources[0].cpu_ids.extend([2, 3, 10, 11])
+    response.pod_resources[0].memory.add(
+        memory_type="memory", size=2 * GIB, topology=v1.TopologyInfo(nodes=[v1.NUMANode(ID=0)])
+    )
+    kubelet = shared_pod_kubelet()
+    del kubelet["uid-1"]["sh2"]
+    pod = reconstruct(response, kubelet).pods[0].pod
+    assert pod.resources is not None and pod.resources.limits["cpu"] == Quantity(4)
+
+
+def test_one_holder_of_the_remainder_gives_one_reading_per_container() -> None:
+    """Two containers whose slices cover the bubble: either may hold the remainder. The last one first
+    (its slice is the remainder either way), then the other."""
+    kubelet: KubeletAssignments = {
+        "uid-1": {
+            "a": Assignment.of([2], [("memory", GIB // 2, (0,))]),
+            "b": Assignment.of([10], [("memory", GIB // 2, (0,))]),
+        }
+    }
+    response = listing(
+        (
+            "ns",
+            "p",
+            [
+                container("a", [2], [("memory", GIB // 2, [0])]),
+                container("b", [10], [("memory", GIB // 2, [0])]),
+            ],
+        )
+    )
+    bubble = PodLevelHoldings((2, 10), (("memory", GIB, (0,)),))
+    mirrored = reconstruct(response, kubelet, {"uid-1": bubble}).pods[0]
+    first, second = mirrored.readings
+    assert [dict(c.limits) for c in first.containers] == [
+        {"cpu": Quantity(1), "memory": Quantity(GIB // 2)},
+        {},
+    ]
+    assert [dict(c.limits) for c in second.containers] == [
+        {},
+        {"cpu": Quantity(1), "memory": Quantity(GIB // 2)},
+    ]
+
+
+def test_a_fractional_cpu_container_keeps_its_memory() -> None:
+    """Equivalent Guaranteed with a fractional CPU: the shared CPUs but memory of its own."""
+    kubelet: KubeletAssignments = {
+        "uid-1": {
+            "f": Assignment.of([3, 11], [("memory", GIB // 4, (0,))]),
+            "s1": Assignment.of([3, 11], [("memory", GIB * 3 // 8, (0,))]),
+            "s2": Assignment.of([3, 11], [("memory", GIB * 3 // 8, (0,))]),
+        }
+    }
+    response = listing(
+        (
+            "ns",
+            "p",
+            [
+                container("f", [3, 11], [("memory", GIB // 4, [0])]),
+                container("s1", [3, 11], [("memory", GIB * 3 // 8, [0])]),
+                container("s2", [3, 11], [("memory", GIB * 3 // 8, [0])]),
+            ],
+        )
+    )
+    bubble = PodLevelHoldings((3, 11), (("memory", GIB * 5 // 8, (0,)),))
+    mirrored = reconstruct(response, kubelet, {"uid-1": bubble}).pods[0]
+    assert [dict(c.limits) for c in mirrored.pod.containers] == [
+        {"cpu": Quantity.parse("1m"), "memory": Quantity(GIB // 4)},
+        {},
+        {},
+    ]
+    assert mirrored.placeholders == ("f: cpu unknown (it shares the pod's CPUs: fractional), 1m assumed",)
+
+
+def test_a_sidecar_before_an_init_container_is_told_by_the_pool() -> None:
+    """The regular init container "i" (no requests) ran on the bubble less "sc": so "sc" is a sidecar
+    started before it, rebuilt as one; "a" stays an app container."""
+    kubelet: KubeletAssignments = {
+        "uid-1": {
+            "i": Assignment.of([3, 10, 11]),
+            "sc": Assignment.of([2]),
+            "a": Assignment.of([10]),
+            "s": Assignment.of([3, 11]),
+        }
+    }
+    response = listing(("ns", "p", [container("sc", [2]), container("a", [10]), container("s", [3, 11])]))
+    bubble = PodLevelHoldings((2, 3, 10, 11))
+    result = reconstruct(response, kubelet, {"uid-1": bubble})
+    pod = result.pods[0].pod
+    assert [(c.name, c.is_restartable_init) for c in pod.init_containers] == [("sc", True), ("i", False)]
+    assert [c.name for c in pod.containers] == ["a", "s"]
+    assert dict(pod.init_containers[1].limits) == {} and result.notes == ()
+    # Memory Manager None: the pod's memory is a named guess.
+    assert "pod: memory unknown (no pod memory blocks), 1 byte assumed" in result.pods[0].placeholders
+
+
+def test_an_init_container_with_cpus_of_its_own_beside_exclusive_ones_is_noted() -> None:
+    kubelet: KubeletAssignments = {
+        "uid-1": {"i": Assignment.of([2]), "a": Assignment.of([3]), "s": Assignment.of([10])}
+    }
+    response = listing(("ns", "p", [container("a", [3]), container("s", [10])]))
+    result = reconstruct(response, kubelet, {"uid-1": PodLevelHoldings((2, 3, 10, 11))})
     assert result.notes == (
-        "ns/p: holds pod-level resources (PodLevelResourceManagers); its pod-level requests are not "
-        "reconstructed, so its replay may diverge",
+        "ns/p: has a regular init container with CPUs of its own: rebuilt as if no sidecar started before it "
+        "(the List does not tell sidecars from app containers), so its replay may diverge",
     )
 
 

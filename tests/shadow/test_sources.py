@@ -115,7 +115,12 @@ def test_missing_files(kubelet: FakeKubelet) -> None:
     [
         # The fake kubelet is master: it reads V4's data (dataChecksum), with no fallback to the embedded
         # V2 once data is there. The V2 reading of older kubelets: test_checkpoint_versions.py.
-        ("cpu_manager_state", "CPU manager", '"data"', "checkpoint is corrupted"),
+        (
+            "cpu_manager_state",
+            "CPU manager",
+            '"data"',
+            "could not load v4 checkpoint: checkpoint is corrupted",
+        ),
         ("memory_manager_state", "memory manager", "", "checkpoint is corrupted"),
         ("device-plugins/kubelet_internal_checkpoint", "device manager", "", "checkpoint is corrupted"),
     ],

@@ -105,8 +105,8 @@ def test_unsupported_version_names_the_file_and_the_range(tmp_path: Path, versio
 
 def test_a_live_node_forked_as_other_versions(tmp_path: Path) -> None:
     """The what-if of an upgrade: a node holding pods, its fork per version. Pod-level requests count in
-    the node fit from 1.34 (``PodLevelResources`` beta, on); 1.33 (the gate alpha, off) refuses the pod in
-    its pod-features admit handler instead."""
+    the node fit from 1.34 (``PodLevelResources`` beta, on); 1.33 (the gate alpha, off; no pod-features
+    admit handler) ignores them, fits the container's nothing and admits the pod."""
     host = SyntheticHost(node_memory_kib=16 * GIB_KIB)
     node = make_emulator(tmp_path, host, general_config(memory_policy="None"))
     holder = parse_pods(pod_manifest("holder", "ns", containers=container("c", 'cpu: "8", memory: 1Gi')), "t")
@@ -118,9 +118,9 @@ def test_a_live_node_forked_as_other_versions(tmp_path: Path) -> None:
     [template] = parse_pods(pod_level, "t")
     report = simulate_live(node, Matrix(kubelet_versions=("1.33", "1.34")), [PodStep(template)], "node-a")
     assert [(r.configuration.kubelet_version, r.admitted) for r in report.results] == [
-        ("1.33", 0),
+        ("1.33", 1),
         ("1.34", 0),
     ]
-    assert dict(report.results[0].rejections) == {"PodLevelResourcesNotSupported": 1}
+    assert dict(report.results[0].rejections) == {}
     assert dict(report.results[1].rejections) == {"OutOfcpu": 1}
     assert len(node.registry) == 1  # the live node is untouched

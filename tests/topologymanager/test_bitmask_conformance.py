@@ -49,12 +49,13 @@ def evaluate(row: dict[str, Any]) -> Any:
         return mask.count()
     if op == "GetBits":
         return mask.bits() or None  # the kubelet returns nil for an empty mask
-    if op in ("IsEqual", "IsNarrowerThan", "IsLessThan"):
+    if op in ("IsEqual", "IsNarrowerThan", "IsLessThan", "IsGreaterThan"):
         first, second = BitMask.of(*row["first"]), BitMask.of(*row["second"])
         method = {
             "IsEqual": first.is_equal,
             "IsNarrowerThan": first.is_narrower_than,
             "IsLessThan": first.is_less_than,
+            "IsGreaterThan": first.is_greater_than,
         }[op]
         return method(second)
     if op == "IterateBitMasks.count":

@@ -96,6 +96,15 @@ def test_can_admit_pod_result(row: dict[str, Any], version: str) -> None:
     assert policy.can_admit_pod_result(candidate) is row["expected"]
 
 
+@pytest.mark.parametrize(("row", "version"), versioned_rows("tm_merge", "name_cases", key="test"))
+def test_policy_name(row: dict[str, Any], version: str) -> None:
+    # TestPolicy{None,Restricted}Name build the policy on the two-node fixture.
+    policy = new_policy(
+        row["policy"], numa_info([0, 1], None), PolicyOptions(), **version_kwargs(new_policy, version)
+    )
+    assert policy.name == row["expected"]
+
+
 def test_nil_versus_empty_lists_are_distinct() -> None:
     dims = filter_providers_hints([None, {}, {"a": None}, {"b": []}])
     assert [[encode(h) for h in dim] for dim in dims] == [

@@ -28,14 +28,20 @@ def levels(version: str) -> dict[str, OptionLevel]:
     }
 
 
+def gates_at(row: dict[str, Any], version: str) -> dict[str, bool]:
+    """The gates the upstream row sets at ``version``: ``feature_gates_by_version`` where the release's table
+    set other gates than later ones (v1.33/v1.34 set two gates that v1.35 dropped), else ``feature_gates``."""
+    gates: dict[str, bool] = row.get("feature_gates_by_version", {}).get(version, row["feature_gates"])
+    return gates
+
+
 @pytest.mark.parametrize(("row", "version"), versioned_rows("tm_options", "new_policy_options_cases"))
 def test_new_policy_options(row: dict[str, Any], version: str) -> None:
     table = levels(version)
+    gates = gates_at(row, version)
     if "expected_error" in row:
         with pytest.raises(PolicyOptionsError) as info:
-            PolicyOptions.from_map(
-                row["policy_options"], row["feature_gates"], table, kubelet_version=version
-            )
+            PolicyOptions.from_map(row["policy_options"], gates, table, kubelet_version=version)
         assert row["expected_error"] in str(info.value)
         return
     expected = row["expected_options"]
@@ -44,16 +50,30 @@ def test_new_policy_options(row: dict[str, Any], version: str) -> None:
         # "should never be reached" branch; the upstream test ignores that error and compares the
         # default options the kubelet returns alongside it.
         with pytest.raises(PolicyOptionsError, match=r"^unsupported topologymanager option"):
-            PolicyOptions.from_map(
-                row["policy_options"], row["feature_gates"], table, kubelet_version=version
-            )
+            PolicyOptions.from_map(row["policy_options"], gates, table, kubelet_version=version)
         options = PolicyOptions()
     else:
-        options = PolicyOptions.from_map(
-            row["policy_options"], row["feature_gates"], table, kubelet_version=version
-        )
+        options = PolicyOptions.from_map(row["policy_options"], gates, table, kubelet_version=version)
     assert options.prefer_closest_numa == expected["prefer_closest_numa"]
     assert options.max_allowable_numa_nodes == expected["max_allowable_numa_nodes"]
+
+
+def test_gates_by_version_override_listed_versions_only() -> None:
+    """Each override names a version its row holds for and really differs from ``feature_gates``; the two
+    v1.33/v1.34 rows that set gates are the ones carrying it."""
+    carrying = []
+    for row in load("tm_options")["new_policy_options_cases"]:
+        overrides = row.get("feature_gates_by_version", {})
+        for version, gates in overrides.items():
+            assert version in row["versions"], (row["name"], version)
+            assert gates != row["feature_gates"], (row["name"], version)
+            assert gates_at(row, version) == gates
+        if overrides:
+            carrying.append(row["name"])
+    assert carrying == [
+        "return TopologyManagerOptions with MaxAllowableNUMANodes set to 12",
+        "fail to parse options with error MaxAllowableNUMANodes",
+    ]
 
 
 @pytest.mark.parametrize(

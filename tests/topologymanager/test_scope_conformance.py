@@ -62,13 +62,21 @@ def test_store(row: dict[str, Any], version: str) -> None:
     before = (len(scope.pod_map), len(scope.pod_topology_hints))
     for op, *args in row["ops"]:
         if op == "_seed":
-            pod_uid, pod_name, container_name, seeded = args
+            # TestRemoveContainer seeds podMap.Add(podUID, tc.name, tc.containerID) and a hint
+            # under (podUID, tc.name): the case name is the container name.
+            pod_uid, container_name, container_id, seeded = args
             pod = Pod(
-                name=pod_name, namespace="default", uid=pod_uid, containers=(Container(container_name),)
+                name=container_name, namespace="default", uid=pod_uid, containers=(Container(container_name),)
             )
-            scope.add_container(pod, pod.containers[0], container_name)
+            scope.add_container(pod, pod.containers[0], container_id)
             scope.set_topology_hints(pod_uid, container_name, hint(seeded))
             before = (len(scope.pod_map), len(scope.pod_topology_hints))
+        elif op == "AddContainer":
+            pod_uid, container_name, container_id = args
+            pod = Pod(
+                name=container_name, namespace="default", uid=pod_uid, containers=(Container(container_name),)
+            )
+            scope.add_container(pod, pod.containers[0], container_id)
         elif op == "GetAffinity":
             results.append(encode(scope.get_affinity(*args)))
         elif op == "RemoveContainer":
@@ -78,6 +86,10 @@ def test_store(row: dict[str, Any], version: str) -> None:
     expected = row["expected"]
     if isinstance(expected, list):
         assert results == expected
+        return
+    if "podMap_contains" in expected:
+        # TestAddContainer asserts only that each container id became a podMap key.
+        assert all(cid in scope.pod_map for cid in expected["podMap_contains"])
         return
     after = (len(scope.pod_map), len(scope.pod_topology_hints))
     if "podMap_len_delta" in expected:

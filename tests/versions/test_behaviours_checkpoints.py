@@ -127,7 +127,7 @@ def test_checkpoint_formats_registered_with_their_versions() -> None:
     cpu = behaviours()["cpumanager.checkpoint-format"]
     assert [(c.since, c.ref) for c in cpu.changes] == [
         ("1.36", "kubernetes#134768, kubernetes#137751"),
-        ("master", "kubernetes#139102"),
+        ("master", "kubernetes#139102, kubernetes#139087"),
     ]
     steps = [step_at("cpumanager.checkpoint-format", v) for v in ("1.33", "1.34", "1.35", "1.36", "master")]
     assert steps == [0, 0, 0, 1, 2]
@@ -259,7 +259,8 @@ def test_a_v3_file_is_refused_without_v3(
 
 
 def test_master_refuses_a_v4_file_whose_data_does_not_match(machine: Machine, tmp_path: Path) -> None:
-    """No fallback to the (still valid) embedded V2 once ``data`` is there (kubernetes#139102)."""
+    """No fallback to the (still valid) embedded V2 once ``data`` is there (kubernetes#139102), the error
+    wrapped as kubernetes#139087 does."""
     admit(node(machine, tmp_path, "master"), PLAIN_POD)
     doc = cpu_doc(tmp_path)
     doc["dataChecksum"] = int(doc["dataChecksum"]) ^ 1  # type: ignore[call-overload]
@@ -267,8 +268,9 @@ def test_master_refuses_a_v4_file_whose_data_does_not_match(machine: Machine, tm
     with pytest.raises(StateError) as caught:
         node(machine, tmp_path, "master")
     assert str(caught.value) == (
-        "could not restore state from checkpoint: checkpoint is corrupted, please drain this node and "
-        f'delete the CPU manager checkpoint file "{tmp_path / CPU_FILE}" before restarting Kubelet'
+        "could not restore state from checkpoint: could not load v4 checkpoint: checkpoint is corrupted, "
+        f'please drain this node and delete the CPU manager checkpoint file "{tmp_path / CPU_FILE}" before '
+        "restarting Kubelet"
     )
     # A 1.35 kubelet reads the same file: only the embedded V2 is checked.
     assert node(machine, tmp_path, "1.35").cm.cpus.state.get_cpu_assignments()["uid-plain"]

@@ -1,6 +1,8 @@
 """Admission refusals that follow ``kubeletVersion`` (``data/behaviours/errors.json``): the pod-features
-admit handler's ``PodLevelResourcesNotSupported``, shown on both sides through ``NodeEmulator`` admission
-and once through the real daemon."""
+admit handler's ``PodLevelResourcesNotSupported``, which a 1.34+ kubelet returns for a pod with
+``spec.resources`` while ``PodLevelResources`` is off and a 1.33 kubelet (no such handler: v1.33.13 source)
+never returns, admitting the pod with ``spec.resources`` ignored. Both sides through ``NodeEmulator``
+admission and once through the real daemon."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from kubeletemu.emulator import (
     NodeEmulator,
 )
 from kubeletemu.lifecycle.pod_features import (
+    POD_FEATURES_HANDLER,
     POD_LEVEL_RESOURCES_DISABLED_MESSAGE,
     POD_LEVEL_RESOURCES_NOT_ADMITTED_REASON,
     PodFeaturesAdmitHandler,
@@ -33,7 +36,7 @@ from kubeletemu.versions.gates import effective_gates
 from tests.daemon.daemon_process import DaemonProcess
 from tests.versions.helpers import pod_manifest, versioned_config
 
-KEY = "admission.pod-level-resources-gate-default"
+KEY = POD_FEATURES_HANDLER
 REASON = "PodLevelResourcesNotSupported"
 MESSAGE = "PodLevelResources feature gate is disabled"
 
@@ -50,6 +53,7 @@ def node(
 # From 1.36 the kubelet refuses PodLevelResources off while InPlacePodLevelResourcesVerticalScaling (beta,
 # on) depends on it, so turning the gate off needs both.
 GATE_OFF = {
+    "1.33": {"PodLevelResources": False},
     "1.34": {"PodLevelResources": False},
     "1.35": {"PodLevelResources": False},
     "1.36": {"PodLevelResources": False, "InPlacePodLevelResourcesVerticalScaling": False},
@@ -76,19 +80,25 @@ def plain_pod() -> Pod:
     return parsed
 
 
-# ---- the registry row follows the gate's default -----------------------------------------------------
+# ---- the registry row: the handler arrives in 1.34, with the gate's promotion ----------------------------
 
 
-def test_row_registered_with_the_gate_promotion() -> None:
+def test_row_registered_with_the_handlers_pr() -> None:
     row = behaviours()[KEY]
-    assert [(c.since, c.ref) for c in row.changes] == [("1.34", "kubernetes#132999")]
-    assert REASON in row.before and MESSAGE in row.before
+    assert KEY == "admission.pod-features-handler"
+    assert [(c.since, c.ref) for c in row.changes] == [("1.34", "kubernetes#133046")]
+    assert REASON in row.changes[0].summary and MESSAGE in row.changes[0].summary
+    assert "no pod-features admit handler" in row.before and REASON not in row.before
 
 
 @pytest.mark.parametrize("version", SUPPORTED)
-def test_row_equals_the_gate_default(version: str) -> None:
-    """The handler reads the effective gate; the row documents its default: they must agree."""
-    assert in_effect(KEY, version) == effective_gates(version, {})["PodLevelResources"]
+def test_handler_and_gate_default_both_arrive_in_134(version: str) -> None:
+    """kubernetes#133046 (the handler) and #132999 (the gate beta, on) are both 1.34: a 1.33 kubelet at its
+    defaults and a later one at theirs admit the same pod, for different reasons."""
+    assert in_effect(KEY, version) == (version != "1.33")
+    assert effective_gates(version, {})["PodLevelResources"] == (version != "1.33")
+    gates = effective_gates(version, GATE_OFF[version])
+    assert PodFeaturesAdmitHandler(gates, version).registered == (version != "1.33")
 
 
 def test_handler_texts_and_inputs() -> None:
@@ -97,45 +107,54 @@ def test_handler_texts_and_inputs() -> None:
         MESSAGE,
     )
     with pytest.raises(ValueError, match="no PodLevelResources entry"):
-        PodFeaturesAdmitHandler({})
-    off = PodFeaturesAdmitHandler({"PodLevelResources": False})
+        PodFeaturesAdmitHandler({}, "1.34")
+    off = PodFeaturesAdmitHandler({"PodLevelResources": False}, "1.34")
     # IsPodLevelResourcesSet: requests or limits naming cpu, memory or hugepages-*.
     assert is_pod_level_resources_set(pod_level_pod(field="requests", resources="memory: 1Gi"))
     assert is_pod_level_resources_set(pod_level_pod(resources="hugepages-2Mi: 4Mi"))
     assert not is_pod_level_resources_set(plain_pod())
     assert not off.admit(pod_level_pod(resources="hugepages-1Gi: 1Gi")).admit
     assert off.admit(plain_pod()).admit
+    # The 1.33 kubelet has no handler: the same gates admit.
+    assert PodFeaturesAdmitHandler({"PodLevelResources": False}, "1.33").admit(pod_level_pod()).admit
 
 
-# ---- 1.33: refused at its default ----------------------------------------------------------------------
+# ---- 1.33: no handler; the gate off ignores spec.resources ----------------------------------------------
 
 
-def test_133_refuses_pod_level_resources_after_the_allocator_and_releases(two_nodes: Machine) -> None:
+def test_133_admits_pod_level_resources_with_the_containers_allocation(two_nodes: Machine) -> None:
+    """Guaranteed in its container: the static policy pins 2 CPUs, as for any such pod; the pod-level
+    limits change nothing (QoS, fit and managers read the containers with the gate off)."""
     emulator = node(two_nodes, "1.33")
-    free_before = sorted(emulator.topology().shared_pool_cpu_ids)
     report = emulator.admit(pod_level_pod())
-    assert (report.admitted, report.reason, report.message, report.decided_by) == (
-        False,
-        REASON,
-        MESSAGE,
-        HANDLER_POD_FEATURES,
-    )
-    # The allocator ran first and gave the container 2 exclusive CPUs; the refusal released them.
-    assert report.released and report.released[0].startswith("c: cpus ")
-    assert sorted(emulator.topology().shared_pool_cpu_ids) == free_before
-    assert emulator.pods() == []
-    # A pod without spec.resources is not this handler's business.
-    assert emulator.admit(plain_pod()).admitted
+    assert (report.admitted, report.reason, report.decided_by) == (True, "", "")
+    assert len(report.containers[0].cpu_ids) == 2
+    assert [p.uid for p, _ in emulator.pods()] == ["uid-plr"]
 
 
-def test_133_hugepages_only_at_pod_level_is_refused(two_nodes: Machine) -> None:
+@pytest.mark.parametrize("gates", [None, {"PodLevelResources": False}])
+def test_133_ignores_pod_level_requests_in_the_node_fit(
+    two_nodes: Machine, gates: dict[str, bool] | None
+) -> None:
+    """100 CPUs at pod level, 1 in the container: 1.33 with the gate off (default or explicit) fits the
+    container's request and admits; the same kubelet with the gate on counts the 100 and refuses."""
+    big = pod_level_pod(field="requests", resources='cpu: "100"', cpu="1")
+    assert node(two_nodes, "1.33", gates).would_admit(big).admitted
+    on = node(two_nodes, "1.33", {"PodLevelResources": True}).would_admit(big)
+    assert (on.admitted, on.reason, on.decided_by) == (False, "OutOfcpu", HANDLER_PREDICATE)
+
+
+def test_133_hugepages_only_at_pod_level_is_admitted(two_nodes: Machine) -> None:
     report = node(two_nodes, "1.33").would_admit(pod_level_pod(resources="hugepages-2Mi: 4Mi"))
-    assert (report.admitted, report.reason) == (False, REASON)
+    assert (report.admitted, report.reason) == (True, "")
 
 
 def test_133_with_the_gate_on_admits(two_nodes: Machine) -> None:
     report = node(two_nodes, "1.33", {"PodLevelResources": True}).admit(pod_level_pod())
     assert report.admitted and report.reason == ""
+
+
+# ---- 1.34 on: admitted at the default, refused with the gate off ------------------------------------------
 
 
 @pytest.mark.parametrize("version", ["1.34", "1.35", "1.36", "master"])
@@ -144,14 +163,28 @@ def test_later_versions_admit_at_their_default(two_nodes: Machine, version: str)
 
 
 @pytest.mark.parametrize("version", ["1.34", "1.35", "1.36", "master"])
-def test_later_versions_refuse_the_same_way_with_the_gate_off(two_nodes: Machine, version: str) -> None:
-    report = node(two_nodes, version, GATE_OFF[version]).admit(pod_level_pod())
+def test_later_versions_refuse_with_the_gate_off(two_nodes: Machine, version: str) -> None:
+    emulator = node(two_nodes, version, GATE_OFF[version])
+    free_before = sorted(emulator.topology().shared_pool_cpu_ids)
+    report = emulator.admit(pod_level_pod())
     assert (report.admitted, report.reason, report.message, report.decided_by) == (
         False,
         REASON,
         MESSAGE,
         HANDLER_POD_FEATURES,
     )
+    # Whatever the allocator gave, the refusal released it: the node is as before.
+    assert sorted(emulator.topology().shared_pool_cpu_ids) == free_before
+    assert emulator.pods() == []
+    # A pod without spec.resources is not this handler's business.
+    assert emulator.admit(plain_pod()).admitted
+
+
+def test_134_gate_off_refuses_hugepages_only_at_pod_level(two_nodes: Machine) -> None:
+    report = node(two_nodes, "1.34", GATE_OFF["1.34"]).would_admit(
+        pod_level_pod(resources="hugepages-2Mi: 4Mi")
+    )
+    assert (report.admitted, report.reason) == (False, REASON)
 
 
 # ---- its place in the chain ----------------------------------------------------------------------------
@@ -166,35 +199,43 @@ def test_gate_off_alone_is_refused_at_start_up_from_136(two_nodes: Machine, vers
 def test_predicate_refusal_wins_over_pod_features(two_nodes: Machine) -> None:
     """The predicate handler runs first (with the gate off it sums the containers): 100.5 CPUs do not fit
     (a fraction, so the static policy pins none and the allocator admits)."""
-    report = node(two_nodes, "1.33").admit(pod_level_pod(resources="memory: 256Mi", cpu="100.5"))
+    emulator = node(two_nodes, "1.34", GATE_OFF["1.34"])
+    report = emulator.admit(pod_level_pod(resources="memory: 256Mi", cpu="100.5"))
     assert (report.admitted, report.reason, report.decided_by) == (False, "OutOfcpu", HANDLER_PREDICATE)
 
 
 def test_allocator_refusal_wins_over_pod_features(two_nodes: Machine) -> None:
-    """single-numa-node cannot place 10 CPUs on one 8-CPU node: the allocator refuses first."""
-    emulator = node(two_nodes, "1.33", policy="single-numa-node")
-    report = emulator.admit(pod_level_pod(cpu="10", resources='cpu: "10", memory: 256Mi'))
-    assert (report.admitted, report.reason, report.decided_by) == (
-        False,
-        "TopologyAffinityError",
-        HANDLER_RESOURCE_ALLOCATOR,
-    )
+    """Two ``example.com/dev`` devices asked of a node with one: the Device Manager (in the allocator)
+    refuses before the pod-features handler is reached."""
+    config = versioned_config("1.34", gates=GATE_OFF["1.34"], device_numa=0)
+    emulator = NodeEmulator(parse_config(config), two_nodes)
+    manifest = pod_manifest("dev", 'cpu: "1", memory: 256Mi, example.com/dev: "2"', 'limits: {cpu: "1"}')
+    (pod,) = parse_pods(manifest)
+    report = emulator.admit(pod)
+    assert (report.admitted, report.decided_by) == (False, HANDLER_RESOURCE_ALLOCATOR)
+    assert report.reason == "UnexpectedAdmissionError"
+    assert "example.com/dev" in report.message
 
 
 def test_would_admit_at_133_from_a_master_node(two_nodes: Machine) -> None:
-    """An upgrade/downgrade what-if: the 1.33 kubelet (gate default off) refuses what master admits."""
+    """A downgrade what-if: master counts the pod-level 100 CPUs and refuses; the 1.33 kubelet (gate off,
+    no pod-features handler) fits the container's 1 CPU and admits."""
     emulator = node(two_nodes, "master")
-    assert emulator.would_admit(pod_level_pod()).admitted
-    report = emulator.would_admit(pod_level_pod(), kubelet_version="1.33")
-    assert (report.admitted, report.reason, report.decided_by) == (False, REASON, HANDLER_POD_FEATURES)
+    big = pod_level_pod(field="requests", resources='cpu: "100"', cpu="1")
+    now = emulator.would_admit(big)
+    assert (now.admitted, now.reason) == (False, "OutOfcpu")
+    older = emulator.would_admit(big, kubelet_version="1.33")
+    assert (older.admitted, older.reason) == (True, "")
+    assert emulator.pods() == []
 
 
 # ---- through the real daemon ---------------------------------------------------------------------------
 
 
-def test_daemon_at_133_refuses_with_the_kubelets_reason(tmp_path: Path) -> None:
+def test_daemon_at_134_gate_off_refuses_with_the_kubelets_reason(tmp_path: Path) -> None:
     tree = write_sample_tree(tmp_path / "sample")
-    daemon = DaemonProcess.in_dir(tmp_path, versioned_config("1.33"), tree).start()
+    config = versioned_config("1.34", gates=GATE_OFF["1.34"])
+    daemon = DaemonProcess.in_dir(tmp_path, config, tree).start()
     try:
         manifest = pod_level_manifest()
         reply = daemon.stub().Admit(pb.AdmitRequest(pod=pb.PodSource(manifest=manifest)), timeout=10)
@@ -205,6 +246,11 @@ def test_daemon_at_133_refuses_with_the_kubelets_reason(tmp_path: Path) -> None:
             HANDLER_POD_FEATURES,
         )
         assert daemon.stub().ListPods(pb.ListPodsRequest(), timeout=10).pods == []
+        # The same pod asked of the 1.33 kubelet on this node: admitted.
+        what_if = daemon.stub().WouldAdmit(
+            pb.WouldAdmitRequest(pod=pb.PodSource(manifest=manifest), kubelet_version="1.33"), timeout=10
+        )
+        assert (what_if.admitted, what_if.reason) == (True, "")
         plain = daemon.stub().Admit(pb.AdmitRequest(pod=pb.PodSource(manifest=PLAIN_POD)), timeout=10)
         assert plain.admitted
     finally:

@@ -44,23 +44,30 @@ def provider_hints(report: AdmissionReport, resource: str) -> list[TopologyHint]
 
 
 def test_manager_behaviours_registered_with_their_versions() -> None:
-    assert behaviours()["devicemanager.hints-over-device-numa-nodes"].changes[0].since == "master"
+    assert behaviours()["devicemanager.hints-over-device-numa-nodes"].changes[0].since == "1.36"
     assert behaviours()["cpumemorymanager.skip-pod-level-resources"].changes[0].since == "1.34"
     assert [step_at("devicemanager.hints-over-device-numa-nodes", v) for v in ("1.35", "1.36", "master")] == [
         0,
-        0,
+        1,
         1,
     ]
-    assert not in_effect("cpumemorymanager.skip-pod-level-resources", "1.33")
-    assert in_effect("cpumemorymanager.skip-pod-level-resources", "1.34")
+    assert [
+        step_at("cpumemorymanager.skip-pod-level-resources", v) for v in ("1.33", "1.34", "1.35", "1.36")
+    ] == [
+        0,
+        1,
+        1,
+        2,
+    ]
+    assert in_effect("cpumemorymanager.skip-pod-level-resources", "master")
 
 
 # ---- Device Manager: kubernetes#138244 ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize("version", ["1.35", "1.36"])
-def test_device_hints_cover_every_machine_node_before_master(four_nodes: Machine, version: str) -> None:
-    """1.35 and 1.36: every mask holding node 0 (the device's) is a hint; only ``{0}`` is preferred."""
+@pytest.mark.parametrize("version", ["1.33", "1.35"])
+def test_device_hints_cover_every_machine_node_before_136(four_nodes: Machine, version: str) -> None:
+    """1.33 to 1.35: every mask holding node 0 (the device's) is a hint; only ``{0}`` is preferred."""
     report = device_node(four_nodes, version).would_admit(DEVICE_POD)
     assert report.admitted
     hints = provider_hints(report, "example.com/dev")
@@ -70,14 +77,13 @@ def test_device_hints_cover_every_machine_node_before_master(four_nodes: Machine
     assert [h for h in hints if h.preferred] == [TopologyHint(mask(0), True)]
 
 
-def test_device_hints_over_device_nodes_at_master(four_nodes: Machine) -> None:
-    """master: ``{0}`` preferred, and one non-preferred hint over all 4 nodes for the other providers."""
-    report = device_node(four_nodes, "master").would_admit(DEVICE_POD)
+@pytest.mark.parametrize("version", ["1.36", "master"])
+def test_device_hints_over_device_nodes_from_136(four_nodes: Machine, version: str) -> None:
+    """1.36 on (kubernetes#138244 is in v1.36.0): ``{0}`` preferred and nothing else (no mask holds a node
+    without devices)."""
+    report = device_node(four_nodes, version).would_admit(DEVICE_POD)
     assert report.admitted
-    assert provider_hints(report, "example.com/dev") == [
-        TopologyHint(mask(0), True),
-        TopologyHint(mask(0, 1, 2, 3), False),
-    ]
+    assert provider_hints(report, "example.com/dev") == [TopologyHint(mask(0), True)]
     # The merged hint is the same as before (the change keeps admission outcomes): node 0.
     (container,) = report.containers
     assert container.affinity == TopologyHint(mask(0), True)
@@ -140,3 +146,29 @@ def test_same_pod_without_pod_level_resources_is_pinned_in_every_version(four_no
     for version in ("1.33", "1.34"):
         report = pod_level_node(four_nodes, version).admit(without)
         assert report.admitted and report.containers[0].exclusive_cpus
+
+
+@pytest.mark.parametrize(
+    ("version", "served"), [("1.34", True), ("1.35", True), ("1.36", False), ("master", False)]
+)
+def test_pod_level_pod_with_the_gate_off(four_nodes: Machine, version: str, served: bool) -> None:
+    """``PodLevelResources`` off: 1.34 and 1.35 check ``Enabled(PodLevelResources) && set``, so the
+    managers ignore ``spec.resources`` and serve the Guaranteed container (hints, exclusive CPUs) before the
+    pod-features handler refuses the pod; 1.36 (kubernetes#134768) skips unless both pod-level gates are on,
+    so the managers give nothing and the same handler refuses."""
+    gates = {"PodLevelResources": False}
+    if version in ("1.36", "master"):  # on by default there, and it depends on PodLevelResources
+        gates["InPlacePodLevelResourcesVerticalScaling"] = False
+    node = pod_level_node(four_nodes, version, gates)
+    report = node.would_admit(POD_LEVEL_POD)
+    assert (report.admitted, report.reason) == (False, "PodLevelResourcesNotSupported")
+    assert (provider_hints(report, "cpu") is not None) == served
+    assert (provider_hints(report, "memory") is not None) == served
+    # Nothing stays allocated after the refusal, on either side.
+    admitted = node.admit(POD_LEVEL_POD)
+    assert not admitted.admitted
+    assert (
+        node.cm.cpus.get_allocatable_cpus()
+        == pod_level_node(four_nodes, version).cm.cpus.get_allocatable_cpus()
+    )
+    assert len(node.registry) == 0

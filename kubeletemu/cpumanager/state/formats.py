@@ -10,20 +10,37 @@ Registered as ``cpumanager.checkpoint-format`` (``versions/data/behaviours/check
   PodEntries:(state.PodCPUAssignments)map[uid:{CPUSet:(cpuset.CPUSet){elems:(map[int]struct {})map[0:{}
   ...]}}] Checksum:(checksum.Checksum)0}``, a zero checksum not accepted — and reads V3, else V2/V1
   migrated (a V2 file never verifies as V3: its dump lacks ``PodEntries``).
-* master (kubernetes#139102, merged before 2026-06-10) writes **V4** whatever the gate: the V2 fields at
-  the top (so 1.33 … 1.36 read it as V2, losing ``podEntries``) with their legacy V2 checksum, then
-  ``"data"``, the JSON of ``{policyName, defaultCpuSet, entries?, podEntries?}`` as a string, and
-  ``"dataChecksum"``, FNV-32a of ``(string)<data>``. It reads V4 (``dataChecksum`` authoritative, no
-  zero accepted); a V4 file that fails with ``data`` or ``dataChecksum`` set is refused with that error,
-  without falling back; otherwise V3, then V2/V1, migrated.
+* master (kubernetes#139102, merged by 2026-05-15: #139087's description of that day says so) writes
+  **V4** whatever the gate: the V2 fields at the top (so 1.33 … 1.36 read it as V2, losing ``podEntries``)
+  with their legacy V2 checksum, then ``"data"``, the JSON of ``{policyName, defaultCpuSet, entries?,
+  podEntries?}`` as a string (``podEntries`` only with the gate on), and ``"dataChecksum"``, FNV-32a of
+  ``(string)<data>``. It reads V4 (``dataChecksum`` authoritative, no zero accepted); a V4 file that
+  fails with ``data`` or ``dataChecksum`` set is refused, without falling back, as "could not load v4
+  checkpoint: <error>" (the wrapping of kubernetes#139087); otherwise V3, then V2/V1, migrated.
 
 Read: 1.36 ``state_checkpoint.go`` at kubernetes/kubernetes@008b3652959ca58af8be3fb5b6ecfe9ae7638282 and the
 V2/V3 ``checkpoint.go`` of the same line (weizhoublue/kubernetes@76a45e86d7f98a471664b6aeae3290d7b26e98da,
-master of 2026-05-14); V4's struct in kubernetes/enhancements@64765b4b KEP-5554 (``CPUManagerCheckpointV2
-`json:",inline"` ``, ``Data``, ``DataChecksum``); the data checksum's vector 657950972 in #137820's review;
-the V4 fallback rule in #139102's review (2026-05-26); "dual checksum, older kubelets verify the embedded
-V2 checksum" in KEP-5526 (kubernetes/enhancements@587f1f366). #139102's ``checkpoint.go`` itself was not
-readable here: the embedded checksum being the legacy V2 one rests on KEP-5526's text.
+master of 2026-05-14), confirmed by v1.36.3's ``state_checkpoint.go`` (restore V3 → V2 with the gate on,
+V2 → V1 off; store V3 / V2 likewise: openshift/kubernetes vendored in openshift/microshift release-4.23 @
+ab25d11482); V4's struct in kubernetes/enhancements@64765b4b KEP-5554 (``CPUManagerCheckpointV2
+`json:",inline"` ``, ``Data``, ``DataChecksum``); the data checksum's vector 657950972 in #137820's review.
+master's ``loadAndMigrateCheckpointV4`` (the "could not load v4 checkpoint: %w" error, no fallback once
+``Data`` or ``DataChecksum`` is set) in a KEP-5554 fork's ``state_checkpoint.go`` built on master (code
+index id 54675463210; repository and commit not shown by the index). That fork also drops the V1
+fallback ("V2 is the oldest supported version"); no PR doing so on master could be dated, so V1 is still
+read here. The error wrapping is dated by kubernetes#139626 (2026-06-10), which copies the same
+function, error and log text for the Memory Manager's V3.
+
+The embedded V2 checksum: #139102's ``checkpoint.go`` is not in the code index (only the unmerged
+alternative #139103, V4 over an embedded *V3*, whose ``MarshalCheckpoint`` zeroes the legacy checksum so
+that older kubelets read it as V2). For #139102 the checksum is kept: KEP-5526's rollback text
+(kubernetes/enhancements@587f1f366, #6130 review of 2026-06-15: "the Kubelet can parse the embedded V2
+payload and verify its checksum"); the v1.37 documentation (kubernetes/website#56828: "Older kubelet
+versions can read V4 checkpoints without corruption errors"); and #139626, the same author's Memory
+Manager port "similar to V4 embedding V2", which computes the embedded V1's checksum under the legacy
+name and tests that 1.35 would compute the same (``TestMemoryManagerCheckpoint_MarshalCheckpoint_
+HashCompatibility``, V3 case added on review 2026-06-11). Either way 1.33 … 1.36 read the file (V2
+accepts 0); the difference shows only in the bytes.
 """
 
 from __future__ import annotations
@@ -316,16 +333,40 @@ class _V4File:
     data_checksum: int
 
 
+def _decode_uint(doc: Mapping[str, Any], name: str, struct: str) -> int:
+    """A ``checksum.Checksum`` field other than ``checksum`` (Go's error names the field)."""
+    found, value = _field(doc, name)
+    try:
+        return _decode_checksum({"checksum": value} if found else {}, struct)
+    except CheckpointError as err:
+        raise CheckpointError(str(err).replace(f"{struct}.checksum", f"{struct}.{name}")) from None
+
+
 def _unmarshal_v4(blob: bytes) -> tuple[_V4File, CPUCheckpointContent]:
-    """``UnmarshalCheckpoint`` of V4: the outer struct, then ``data`` into ``CPUManagerCheckpointData``.
-    Returns the outer fields even when ``data`` does not parse (the caller needs them to decide whether
-    to fall back), raising only after they are known."""
+    """``UnmarshalCheckpoint`` of V4: the outer struct (the embedded V2's fields, ``data``,
+    ``dataChecksum``), then ``data`` into ``CPUManagerCheckpointData``.
+
+    encoding/json keeps decoding after a type error, so ``data`` and ``dataChecksum`` are known even when
+    another field failed; they come with the error (``_V4Error``) because they decide whether the kubelet
+    falls back. A syntax error sets nothing: plain ``CheckpointError``, and the caller falls back."""
     doc = _decode_document(blob, _V4_STRUCT)
-    found, raw = _field(doc, "dataChecksum")
-    outer = _V4File(
-        _decode_string(doc, "data", _V4_STRUCT),
-        _decode_checksum({"checksum": raw} if found else {}, _V4_STRUCT),
-    )
+    outer = _V4File("", 0)
+    errors: list[str] = []
+    for name in ("data", "dataChecksum"):
+        try:
+            if name == "data":
+                outer.data = _decode_string(doc, "data", _V4_STRUCT)
+            else:
+                outer.data_checksum = _decode_uint(doc, "dataChecksum", _V4_STRUCT)
+        except CheckpointError as err:
+            errors.append(str(err))
+    try:
+        CPUManagerCheckpoint.unmarshal(blob)  # the embedded V2's fields, for their type errors
+    except CheckpointError as err:
+        errors.insert(0, str(err))
+    if errors:
+        # Go reports the earliest type error in the document; the kubelet writes the V2 fields first.
+        raise _V4Error(outer, f"failed to deserialize cpu manager checkpoint: {errors[0]}")
     try:
         if not outer.data:
             raise CheckpointError("unexpected end of JSON input")
@@ -340,6 +381,11 @@ class _V4Error(CheckpointError):
     def __init__(self, outer: _V4File, text: str) -> None:
         super().__init__(text)
         self.outer = outer
+
+
+# The error of a V4 file that fails (kubernetes#139087, on master by 2026-06-10: #139626 of that day
+# copies it for the Memory Manager's V3 as "could not load v3 checkpoint: %w").
+V4_LOAD_ERROR = "could not load v4 checkpoint: "
 
 
 def load(
@@ -358,20 +404,28 @@ def load(
             return load_v3(blob, (_LEGACY_NAME,))
         except CheckpointError:
             return load_v2_chain(blob, find, (_LEGACY_NAME,))
-    # master: loadAndMigrateCheckpointV4. V2 is verified as 1.36 does (the gate picks the names).
+    content = _load_master(blob, fmt, find)
+    if not fmt.pod_level_resource_managers:
+        # restoreState takes CheckpointData.PodEntries only with the gate on.
+        content.pod_entries = {}
+    return content
+
+
+def _load_master(blob: bytes, fmt: CPUCheckpointFormat, find: ContainerRefLookup) -> CPUCheckpointContent:
+    """``loadAndMigrateCheckpointV4``. V2 is verified as 1.36 does (the gate picks the names)."""
     v2_names = (_LEGACY_NAME,) if fmt.pod_level_resource_managers else (_V2_NAME, _LEGACY_NAME)
     try:
         outer, content = _unmarshal_v4(blob)
     except _V4Error as err:
         if err.outer.data or err.outer.data_checksum:
-            raise
+            raise CheckpointError(V4_LOAD_ERROR + str(err)) from None
     except CheckpointError:
         pass  # not even the outer struct parses: no V4 data, fall back
     else:
         if outer.data_checksum == data_checksum(outer.data):
             return content
         # A V4 file whose data does not match: refused, no fallback (kubernetes#139102).
-        raise CorruptCheckpointError()
+        raise CheckpointError(V4_LOAD_ERROR + str(CorruptCheckpointError()))
     try:
         return load_v3(blob, (_V3_NAME, _LEGACY_NAME))
     except CheckpointError:

@@ -4,8 +4,9 @@ JSON: ``{"policyName", "machineState": {id: {numberOfAssignments, memoryMap: {re
 allocatable, reserved, free}}, cells}}, "entries": {pod: {ctr: [{numaAffinity, type, size}]}},
 "podEntries"?, "checksum"}``. The checksum is FNV-32a of the go-spew dump of the checkpoint struct with
 checksum 0. Two struct layouts exist: the classic one (policyName, machineState, entries, checksum) and the
-``PodLevelResourceManagers`` one with ``PodEntries``; a file verifies if either matches. A zero checksum is
-accepted, as the kubelet's legacy verification does.
+``PodLevelResourceManagers`` one with ``PodEntries``. ``unmarshal`` here is the version-free reader (either
+layout verifies, a zero checksum is accepted); what each kubelet version accepts exactly is
+``formats.MemoryCheckpointFormat.unmarshal``.
 
 Nil and empty collections dump differently (``<nil>`` vs ``map[]``), so the dump is built from the JSON
 as parsed (null stays nil; a missing ``entries`` is the empty map the kubelet pre-allocates).
@@ -92,8 +93,9 @@ def _blocks_dump(raw: list[Any] | None) -> str:
     return gd.go_slice(raw, _block_dump)
 
 
-def checkpoint_dump(raw: Mapping[str, Any], layout: str) -> str:
-    """The ``dump.ForHash`` text of the checkpoint struct (checksum field 0)."""
+def checkpoint_dump(raw: Mapping[str, Any], layout: str, type_name: str = "MemoryManagerCheckpoint") -> str:
+    """The ``dump.ForHash`` text of the checkpoint struct (checksum field 0), the struct named
+    ``type_name`` (1.36's ``checksum.Verify`` of a ``MemoryManagerCheckpointV1`` dumps that name)."""
     machine = raw.get("machineState")
     fields = [
         gd.field("PolicyName", "string", str(raw.get("policyName", ""))),
@@ -122,11 +124,13 @@ def checkpoint_dump(raw: Mapping[str, Any], layout: str) -> str:
             )
         )
     fields.append(gd.field("Checksum", "checksum.Checksum", "0"))
-    return "(*state.MemoryManagerCheckpoint)" + gd.struct(*fields)
+    return f"(*state.{type_name})" + gd.struct(*fields)
 
 
-def compute_checksum(raw: Mapping[str, Any], layout: str = LAYOUT_CLASSIC) -> int:
-    return gd.checksum_of(checkpoint_dump(raw, layout))
+def compute_checksum(
+    raw: Mapping[str, Any], layout: str = LAYOUT_CLASSIC, type_name: str = "MemoryManagerCheckpoint"
+) -> int:
+    return gd.checksum_of(checkpoint_dump(raw, layout, type_name))
 
 
 # ---- JSON parsing with Go's leniency (case-insensitive keys, null = nil) ---------------------------
