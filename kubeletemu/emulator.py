@@ -245,8 +245,11 @@ class NodeEmulator:
 
     def _predicate_handler(self) -> PredicateAdmitHandler:
         kubelet = self.config.kubelet
-        gates = effective_gates(self.config.emulator.kubelet_version, kubelet.feature_gates)
-        return PredicateAdmitHandler(self.allocatable.allocatable, kubelet.max_pods, feature_gates=gates)
+        version = self.config.emulator.kubelet_version
+        gates = effective_gates(version, kubelet.feature_gates)
+        return PredicateAdmitHandler(
+            self.allocatable.allocatable, kubelet.max_pods, feature_gates=gates, kubelet_version=version
+        )
 
     def _pod_features_handler(self) -> PodFeaturesAdmitHandler:
         version = self.config.emulator.kubelet_version

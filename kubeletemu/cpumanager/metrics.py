@@ -17,6 +17,15 @@ the counters, ``topology/alignment.go`` at 81810de635aa13aa0a32992f6def3aa9d6025
     once), plus every pod-level CPU set when ``PodLevelResourceManagers`` is on,
   - ``allocation_per_numa{numa_node}`` = that union's CPUs on each NUMA node the CPU topology knows, every
     node set (zero included), labelled ``strconv.Itoa(node)``;
+* up to v1.36.3 (read at every supported tag in openshift/kubernetes as vendored by openshift/microshift:
+  v1.33.13 release-4.20 @ 78a3953430 … v1.36.3 release-4.23 @ ab25d11482, the same code in each; behaviour
+  ``cpumanager.metrics-from-state``) the gauges are moved instead: ``initializeMetrics`` sets them at
+  ``Start`` from the container assignments only (pod-level CPU sets never count); ``updateMetricsOnAllocate``
+  adds the allocation's size to the exclusive count and takes it off the shared pool (a CPU reused from an
+  init container counts again; a pod's CPU set is counted here, before it is stored);
+  ``updateMetricsOnRelease`` moves back what was released; and the per-NUMA gauge is set only for the nodes
+  holding some container-assigned CPU (on release: minus the released ones), so a node never set has no
+  series and a node whose CPUs all went back keeps its last value;
 * ``pinning_requests_total`` counts every ``Allocate`` of a container that asks for exclusive CPUs (after
   the pod-level-resources skip), ``pinning_errors_total`` those returning an error (a ``defer``);
   ``AllocatePod`` counts one request per exclusive container it carves out of the bubble and one error
@@ -42,7 +51,8 @@ class CPUManagerGauges:
 
     shared_pool_millicores: int
     exclusive_cpus: int
-    # (NUMA node, exclusively allocated CPUs on it) for every NUMA node of the CPU topology, ascending.
+    # (NUMA node, exclusively allocated CPUs on it), ascending: every NUMA node of the CPU topology (master);
+    # before kubernetes#141261, the nodes set so far (see the module docstring).
     allocation_per_numa: tuple[tuple[int, int], ...]
 
 

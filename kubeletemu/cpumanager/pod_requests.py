@@ -11,7 +11,7 @@ from kubeletemu.cpumanager.policy_options import (
 )
 from kubeletemu.pod import Container, Pod, QOSClass, compute_qos, is_pod_level_resources_set
 from kubeletemu.quantity import Quantity
-from kubeletemu.versions.behaviours import step_at
+from kubeletemu.versions.behaviours import in_effect, step_at
 from kubeletemu.versions.version import MASTER
 
 CPU = "cpu"
@@ -36,6 +36,8 @@ def is_integral_cpu_amount(quantity: Quantity) -> bool:
 
 # kubernetes#133279 (1.34): the CPU and Memory Managers leave pods with pod-level resources alone.
 SKIP_POD_LEVEL_RESOURCES = "cpumemorymanager.skip-pod-level-resources"
+# After v1.36.3: validatePodScopeResources also checks a regular init container's exclusive request.
+POD_LEVEL_INIT_POOL_CHECK = "cpumemorymanager.pod-level-init-pool-check"
 
 
 class RequestCalculator:
@@ -49,6 +51,7 @@ class RequestCalculator:
         self.pod_level_resources = gates[POD_LEVEL_RESOURCES_GATE]
         self.pod_level_resource_managers = gates[POD_LEVEL_RESOURCE_MANAGERS_GATE]
         self.skip_step = step_at(SKIP_POD_LEVEL_RESOURCES, kubelet_version)
+        self.init_pool_check = in_effect(POD_LEVEL_INIT_POOL_CHECK, kubelet_version)
 
     def qos(self, pod: Pod) -> QOSClass:
         return compute_qos(pod, self.pod_level_resources)

@@ -40,9 +40,12 @@ from kubeletemu.cpumanager.topology import CPUTopology
 from kubeletemu.golang import go_quote
 from kubeletemu.pod import Container, Pod
 from kubeletemu.topologymanager import ProviderHints, Store, TopologyHint
+from kubeletemu.versions.behaviours import in_effect
 from kubeletemu.versions.version import MASTER
 
 POLICY_STATIC = "static"
+POD_ALLOCATION_ROLLBACK = "cpumanager.pod-allocation-rollback"
+METRICS_FROM_STATE = "cpumanager.metrics-from-state"
 RESOURCE_CPU = "cpu"
 
 
@@ -66,6 +69,10 @@ class StaticPolicy:
         self.topology = topology
         self.affinity = affinity
         self.requests = RequestCalculator(feature_gates, kubelet_version)
+        # kubernetes#141261 (after v1.36.3): a failed pod-level partition gives the pod's CPUs back.
+        self.rollback_pod_allocation = in_effect(POD_ALLOCATION_ROLLBACK, kubelet_version)
+        # kubernetes#141261 too: the gauges derived from the state; before, moved by deltas.
+        self.metrics_from_state = in_effect(METRICS_FROM_STATE, kubelet_version)
         self.cpu_group_size = topology.cpus_per_core()
         # podUID -> CPUs of its finished init containers, reusable by the next containers of that pod.
         self.cpus_to_reuse: dict[str, CPUSet] = {}
@@ -77,6 +84,10 @@ class StaticPolicy:
         self.aligned_physical_cpu_failures = 0
         self.aligned_uncore_cache = 0
         self.gauges: CPUManagerGauges | None = None
+        # Before kubernetes#141261: the gauges' running values, and the per-NUMA series set so far.
+        self._shared_millicores = 0
+        self._exclusive_cpus = 0
+        self._per_numa: dict[int, int] = {}
         # The NUMA nodes the per-NUMA gauge is set for, fixed for the policy's life as in the kubelet.
         self.numa_nodes = tuple(topology.cpu_details.numa_nodes().list())
 
@@ -122,9 +133,25 @@ class StaticPolicy:
     # -- metrics ---------------------------------------------------------------------------------------
 
     def update_metrics_from_state(self, state: State) -> None:
-        """``updateMetricsFromState``: the gauges recomputed from the state (called where the kubelet calls
-        it: start, fresh allocations, releases). Pod-level CPU sets count only with
-        ``PodLevelResourceManagers``."""
+        """The gauges as a kubelet starting on ``state`` sets them (``Start``, and the daemon's undo).
+
+        Master: ``updateMetricsFromState``. Up to v1.36.3 (before kubernetes#141261):
+        ``initializeMetrics``, which counts container assignments only (pod-level CPU sets not) and sets
+        the per-NUMA gauge only for nodes holding some of them.
+        """
+        if self.metrics_from_state:
+            self._derive_gauges(state)
+            return
+        assigned = self._assigned_cpus(state)
+        self._shared_millicores = self.get_available_cpus(state).size() * 1000
+        self._exclusive_cpus = assigned.size()
+        self._per_numa = {}
+        self._set_per_numa(assigned)
+
+    def _derive_gauges(self, state: State) -> None:
+        """``updateMetricsFromState`` (kubernetes#141261): the gauges recomputed from the state (called
+        where the kubelet calls it: start, fresh allocations, releases). Pod-level CPU sets count only
+        with ``PodLevelResourceManagers``."""
         exclusive = [
             cpus for containers in state.get_cpu_assignments().values() for cpus in containers.values()
         ]
@@ -134,10 +161,49 @@ class StaticPolicy:
             self.topology, self.numa_nodes, self.get_available_cpus(state), exclusive
         )
 
-    def _count_allocation(self, cpus: CPUSet) -> None:
-        """``updateMetricsOnAllocate``'s counter: a fresh allocation within one uncore cache."""
+    @staticmethod
+    def _assigned_cpus(state: State) -> CPUSet:
+        """``getTotalAssignedExclusiveCPUs`` (before kubernetes#141261): every container assignment."""
+        return CPUSet().union(
+            *(cpus for containers in state.get_cpu_assignments().values() for cpus in containers.values())
+        )
+
+    def _set_per_numa(self, cpus: CPUSet) -> None:
+        """``updateAllocationPerNUMAMetric`` before kubernetes#141261: the NUMA nodes holding some of
+        ``cpus`` are set to their count; the others keep whatever they were last set to (a node whose CPUs
+        all went back keeps its last value). An unknown CPU counts under node -1 (``CPUNUMANodeID``)."""
+        counts: dict[int, int] = {}
+        for cpu in cpus.elems:
+            info = self.topology.cpu_details.get(cpu)
+            numa = -1 if info is None else info.numa_node_id
+            counts[numa] = counts.get(numa, 0) + 1
+        self._per_numa.update(counts)
+        self.gauges = CPUManagerGauges(
+            self._shared_millicores, self._exclusive_cpus, tuple(sorted(self._per_numa.items()))
+        )
+
+    def _metrics_on_allocate(self, state: State, cpus: CPUSet) -> None:
+        """``updateMetricsOnAllocate``: the uncore-cache counter for a fresh allocation, then the gauges:
+        derived from the state (master), else moved by the allocation's size (CPUs reused from an init
+        container counted again) with the per-NUMA gauge from the container assignments."""
         if aligned_at_uncore_cache(self.topology, cpus):
             self.aligned_uncore_cache += 1
+        if self.metrics_from_state:
+            self._derive_gauges(state)
+            return
+        self._exclusive_cpus += cpus.size()
+        self._shared_millicores -= cpus.size() * 1000
+        self._set_per_numa(self._assigned_cpus(state))
+
+    def _metrics_on_release(self, state: State, cpus: CPUSet) -> None:
+        """``updateMetricsOnRelease``: derived from the state (master), else moved back by ``cpus`` with
+        the per-NUMA gauge from the container assignments minus ``cpus``."""
+        if self.metrics_from_state:
+            self._derive_gauges(state)
+            return
+        self._exclusive_cpus -= cpus.size()
+        self._shared_millicores += cpus.size() * 1000
+        self._set_per_numa(self._assigned_cpus(state) - cpus)
 
     def metrics(self) -> CPUManagerMetrics:
         return CPUManagerMetrics(
@@ -291,8 +357,7 @@ class StaticPolicy:
         cpus = self.allocate_cpus(state, num_cpus, hint.affinity, self.cpus_to_reuse.get(pod.uid, CPUSet()))
         state.set_cpu_set(pod.uid, container.name, cpus)
         self._update_cpus_to_reuse(pod, container, cpus)
-        self._count_allocation(cpus)
-        self.update_metrics_from_state(state)
+        self._metrics_on_allocate(state, cpus)
 
     def get_aligned_cpus(self, affinity: BitMask, allocatable: CPUSet) -> CPUSet:
         """The allocatable CPUs of the hinted NUMA nodes (of their whole sockets with align-by-socket)."""
@@ -331,14 +396,19 @@ class StaticPolicy:
                 if not state.get_cpu_assignments().get(pod_uid):
                     state.set_default_cpu_set(state.get_default_cpu_set() | pod_cpus)
                     state.delete_pod(pod_uid)
-                    self.update_metrics_from_state(state)
+                    self._metrics_on_release(state, pod_cpus)
                 return
         in_use = CPUSet().union(*state.get_cpu_assignments().get(pod_uid, {}).values())
         state.set_default_cpu_set(state.get_default_cpu_set() | (released - in_use))
-        self.update_metrics_from_state(state)
+        self._metrics_on_release(state, released - in_use)
 
     def validate_pod_scope_resources(self, pod: Pod) -> str | None:
-        """``validatePodScopeResources``: the reason a pod-level budget leaves a needed pool empty."""
+        """``validatePodScopeResources``: the reason a pod-level budget leaves a needed pool empty.
+
+        A regular init container with exclusive CPUs is checked against the budget minus the sidecars
+        started before it only after v1.36.3 (``cpumemorymanager.pod-level-init-pool-check``); v1.36.3
+        (openshift/microshift release-4.23 @ ab25d11482) lets it through, and carving it out then fails.
+        """
         total = self.requests.pod_guaranteed_cpus(pod)
         shared_long_running = False
         long_running_exclusive = 0
@@ -347,7 +417,7 @@ class StaticPolicy:
             if not container.is_restartable_init:
                 if cpus > 0:
                     pool = total - long_running_exclusive
-                    if cpus > pool:
+                    if self.requests.init_pool_check and cpus > pool:
                         return (
                             f"pod rejected, largest exclusive init container requests {cpus} cpus, but only "
                             f"{pool} available"
@@ -386,7 +456,8 @@ class StaticPolicy:
         except Exception:
             self.pinning_errors += 1
             raise
-        self.update_metrics_from_state(state)
+        if self.metrics_from_state:
+            self._derive_gauges(state)
 
     def _allocate_pod(self, state: State, pod: Pod, total: int) -> None:
         problem = self.validate_pod_scope_resources(pod)
@@ -399,16 +470,19 @@ class StaticPolicy:
         # The pod's hint is read under its first container's name (the scope stored it for each).
         hint = self.affinity.get_affinity(pod.uid, containers[0].name)
         bubble = self.allocate_cpus(state, total, hint.affinity, CPUSet())
-        self._count_allocation(bubble)
+        # Before the pod's set is stored: up to v1.36.3 the per-NUMA gauge misses the bubble.
+        self._metrics_on_allocate(state, bubble)
         state.set_pod_cpu_set(pod.uid, bubble)
         try:
             self._partition_bubble(state, pod, containers, bubble)
         except Exception:
-            # From here the pod owned the whole bubble: a failed partition gives every CPU back to the
-            # shared pool, or they would leak out of it for good (kubernetes#141261's rollback).
-            state.set_default_cpu_set(state.get_default_cpu_set() | bubble)
-            state.delete_pod(pod.uid)
-            self.update_metrics_from_state(state)
+            if self.rollback_pod_allocation:
+                # From here the pod owned the whole bubble: a failed partition gives every CPU back to
+                # the shared pool, or they would leak out of it for good (kubernetes#141261's rollback).
+                state.set_default_cpu_set(state.get_default_cpu_set() | bubble)
+                state.delete_pod(pod.uid)
+                self._metrics_on_release(state, bubble)
+            # Up to v1.36.3 the bubble stays taken, held by the pod's entry alone (and by the gauges).
             raise
 
     def _partition_bubble(self, state: State, pod: Pod, containers: list[Container], bubble: CPUSet) -> None:

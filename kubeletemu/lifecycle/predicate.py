@@ -9,9 +9,10 @@ requests are taken off. The check is the scheduler's ``noderesources.Fits``
 1. ``pods``: ``len(pods) + 1 > allowedPodNumber`` (every QoS class, BestEffort included);
 2. a pod that requests nothing stops here;
 3. cpu (millicores), memory, ephemeral-storage (bytes) — each only when the pod requests some;
-4. every scalar resource (hugepages-*, extended resources) with a non-zero request; with the
-   ``DRAExtendedResource`` gate (on in master) a scalar the node has no positive allocatable for is left
-   to DRA (``shouldDelegateResourceToDRA`` without a DRA manager: skipped).
+4. every scalar resource (hugepages-*, extended resources) with a non-zero request. Whether one the node
+   offers nothing of is checked depends on the kubelet version (:func:`delegated_to_dra`, registry row
+   ``admission.dra-extended-resource-fit``): 1.34 and 1.35 with the ``DRAExtendedResource`` gate (off by
+   default) leave it to DRA unchecked; 1.33, and 1.36 on whatever the gate, check it.
 
 All failures are collected; the kubelet reports only the first: reason ``OutOfcpu``, ``OutOfmemory``,
 ``OutOfephemeral-storage``, ``OutOfpods`` or ``OutOf<resource>``, message ``Node didn't have enough
@@ -47,6 +48,7 @@ from kubeletemu.lifecycle.resources import (
 )
 from kubeletemu.pod import Pod
 from kubeletemu.quantity import Quantity
+from kubeletemu.versions.behaviours import step_at
 from kubeletemu.versions.gates import default_gates
 from kubeletemu.versions.version import MASTER
 
@@ -63,6 +65,12 @@ DRA_EXTENDED_RESOURCE_GATE = "DRAExtendedResource"
 DEFAULT_FEATURE_GATES: Mapping[str, bool] = default_gates(
     MASTER, (POD_LEVEL_RESOURCES_GATE, DRA_EXTENDED_RESOURCE_GATE)
 )
+
+# The registry row (versions/data/behaviours/errors.json) of the DRA hand-off in the node fit.
+DRA_EXTENDED_RESOURCE_FIT = "admission.dra-extended-resource-fit"
+# Its steps: 0 (1.33) no hand-off; 1 (1.34) scalars absent from allocatable; 2 (1.35) absent or zero;
+# 3 (1.36 on) none at the kubelet.
+_DRA_ABSENT, _DRA_NOT_POSITIVE = 1, 2
 
 _REASONS = {
     CPU: OUT_OF_CPU,
@@ -111,8 +119,29 @@ class InsufficientResource:
         return "Too many pods" if self.resource_name == PODS else f"Insufficient {self.resource_name}"
 
 
-def merged_gates(feature_gates: Mapping[str, bool] | None) -> dict[str, bool]:
-    return {**DEFAULT_FEATURE_GATES, **(feature_gates or {})}
+def merged_gates(feature_gates: Mapping[str, bool] | None, kubelet_version: str = MASTER) -> dict[str, bool]:
+    """The two gates the node fit reads at ``kubelet_version`` (its defaults; a gate that version does not
+    know is off), ``feature_gates`` winning."""
+    known = default_gates(kubelet_version, (POD_LEVEL_RESOURCES_GATE, DRA_EXTENDED_RESOURCE_GATE))
+    gates = {POD_LEVEL_RESOURCES_GATE: False, DRA_EXTENDED_RESOURCE_GATE: False, **known}
+    return {**gates, **(feature_gates or {})}
+
+
+def delegated_to_dra(name: str, node_scalars: Mapping[str, int], step: int) -> bool:
+    """``shouldDelegateResourceToDRA`` as the kubelet's admission answers it (no DRA manager), ``step``
+    being the emulated version's step of ``admission.dra-extended-resource-fit`` with the
+    ``DRAExtendedResource`` gate on (0 with it off).
+
+    Per openshift/kubernetes as vendored in openshift/microshift (release-4.20 … 4.23): v1.34.9's
+    ``fitsRequest`` skips a scalar that is no key of the node's allocatable (a key at 0 is still checked;
+    kubernetes#130653); v1.35.6 skips one whose allocatable is not positive (kubernetes#133784); v1.36.3
+    and master skip nothing when there is no DRA manager (kubernetes#135725); v1.33.13 has no gate.
+    """
+    if step == _DRA_ABSENT:
+        return name not in node_scalars
+    if step == _DRA_NOT_POSITIVE:
+        return node_scalars.get(name, 0) <= 0
+    return False
 
 
 def node_resource(allocatable: AllocatableList, max_pods: int | None = None) -> Resource:
@@ -159,12 +188,15 @@ def fits_request(
     num_pods: int,
     *,
     dra_extended_resource: bool = True,
+    kubelet_version: str = MASTER,
 ) -> list[InsufficientResource]:
-    """``fitsRequest``: every failed check, in the kubelet's order.
+    """``fitsRequest``: every failed check, in the kubelet's order, as the kubelet of ``kubelet_version``
+    runs it with the ``DRAExtendedResource`` gate at ``dra_extended_resource`` (:func:`delegated_to_dra`).
 
     Scalars are checked in name order: upstream walks a Go map (random order), so when several scalars
     fail the kubelet may report any of them first; sorting makes ours deterministic.
     """
+    dra_step = step_at(DRA_EXTENDED_RESOURCE_FIT, kubelet_version) if dra_extended_resource else 0
     failures: list[InsufficientResource] = []
     if num_pods + 1 > node.allowed_pod_number:
         failures.append(InsufficientResource(PODS, 1, num_pods, node.allowed_pod_number))
@@ -186,11 +218,9 @@ def fits_request(
         asked = pod_request.scalar_resources[name]
         if asked == 0:
             continue
-        capacity = node.scalar_resources.get(name, 0)
-        if dra_extended_resource and capacity <= 0:
-            # shouldDelegateResourceToDRA: the kubelet has no DRA manager, so anything the node does not
-            # offer a positive amount of is assumed to come from DRA.
+        if delegated_to_dra(name, node.scalar_resources, dra_step):
             continue
+        capacity = node.scalar_resources.get(name, 0)
         used = requested.scalar_resources.get(name, 0)
         if asked > capacity - used:
             failures.append(InsufficientResource(name, asked, used, capacity))
@@ -202,7 +232,7 @@ class PredicateAdmitHandler:
 
     ``allocatable`` is ``node.status.allocatable`` (see :mod:`kubeletemu.node_allocatable`): quantities,
     integers or quantity strings per resource name. ``max_pods`` overrides its ``pods`` entry.
-    ``feature_gates`` overrides :data:`DEFAULT_FEATURE_GATES`.
+    ``feature_gates`` overrides the gate defaults of ``kubelet_version``, the kubelet emulated.
     """
 
     def __init__(
@@ -211,9 +241,11 @@ class PredicateAdmitHandler:
         max_pods: int | None = None,
         *,
         feature_gates: Mapping[str, bool] | None = None,
+        kubelet_version: str = MASTER,
     ) -> None:
         self.node = node_resource(allocatable, max_pods)
-        gates = merged_gates(feature_gates)
+        self.kubelet_version = kubelet_version
+        gates = merged_gates(feature_gates, kubelet_version)
         self.pod_level_resources = gates[POD_LEVEL_RESOURCES_GATE]
         self.dra_extended_resource = gates[DRA_EXTENDED_RESOURCE_GATE]
         # The admitted pods' requests by object identity (the pod is kept, so its id cannot be reused),
@@ -262,7 +294,12 @@ class PredicateAdmitHandler:
         request = pod_resource(fitted, pod_level_resources=self.pod_level_resources)
         requested = self._used(others)
         return fits_request(
-            request, node, requested, len(others), dra_extended_resource=self.dra_extended_resource
+            request,
+            node,
+            requested,
+            len(others),
+            dra_extended_resource=self.dra_extended_resource,
+            kubelet_version=self.kubelet_version,
         )
 
     def admit(
@@ -288,14 +325,18 @@ def admit_pod(
     *,
     feature_gates: Mapping[str, bool] | None = None,
     allocated_devices: Mapping[str, int] | None = None,
+    kubelet_version: str = MASTER,
 ) -> PodAdmitResult:
     """One-shot :meth:`PredicateAdmitHandler.admit`."""
-    handler = PredicateAdmitHandler(allocatable, max_pods, feature_gates=feature_gates)
+    handler = PredicateAdmitHandler(
+        allocatable, max_pods, feature_gates=feature_gates, kubelet_version=kubelet_version
+    )
     return handler.admit(pod, admitted_pods, allocated_devices=allocated_devices)
 
 
 __all__ = [
     "DEFAULT_FEATURE_GATES",
+    "DRA_EXTENDED_RESOURCE_FIT",
     "DRA_EXTENDED_RESOURCE_GATE",
     "INSUFFICIENT_RESOURCE_PREFIX",
     "OUT_OF_CPU",
@@ -307,6 +348,7 @@ __all__ = [
     "PredicateAdmitError",
     "PredicateAdmitHandler",
     "admit_pod",
+    "delegated_to_dra",
     "fits_request",
     "node_resource",
     "sanitize_node_allocatable",

@@ -84,7 +84,23 @@ def pod_requested_resources(calc: RequestCalculator, pod: Pod) -> dict[str, int]
 
 def validate_pod_scope_resources(calc: RequestCalculator, pod: Pod) -> str | None:
     """``validatePodScopeResources``: why the pod's budget leaves a pool some container needs empty
-    (the kubelet's message), None when it does not. Resources are checked in the pod's request order."""
+    (the kubelet's message), None when it does not. Resources are checked in the pod's request order.
+
+    A regular init container with exclusive memory is checked against the budget minus the sidecars
+    started before it only after v1.36.3 (``cpumemorymanager.pod-level-init-pool-check``); v1.36.3
+    (openshift/microshift release-4.23 @ ab25d11482) does not check it, and :func:`partition_pod` then
+    gives it its own request.
+
+    A request that cannot be read (not an int64) is the kubelet's error too: its text is the reason (empty
+    hints, then ``EmptyPodSharedPoolError`` wrapping it), not an exception out of admission.
+    """
+    try:
+        return _pod_scope_problem(calc, pod)
+    except MemoryAllocationError as err:
+        return str(err)
+
+
+def _pod_scope_problem(calc: RequestCalculator, pod: Pod) -> str | None:
     total = pod_requested_resources(calc, pod)
     has_shared_long_running = False
     long_running_exclusive: dict[str, int] = {}
@@ -92,6 +108,8 @@ def validate_pod_scope_resources(calc: RequestCalculator, pod: Pod) -> str | Non
         requests = container_requested_resources(calc, pod, container)
         if not container.is_restartable_init:
             if requests:
+                if not calc.init_pool_check:
+                    continue
                 for name, amount in total.items():
                     pool = (amount - long_running_exclusive.get(name, 0)) % 2**64
                     need = requests.get(name, 0)

@@ -25,6 +25,7 @@ from kubeletemu.cpumanager.state import (
     load_checkpoint,
 )
 from kubeletemu.cpumanager.state.checkpoint import go_json_string, go_json_string_escaped
+from kubeletemu.cpumanager.state.formats import CPUCheckpointFormat
 from kubeletemu.quantity import Quantity
 from tests.cpumanager.helpers import FixedStore
 
@@ -168,8 +169,16 @@ def test_restore_errors_carry_the_kubelet_text(tmp_path: Path) -> None:
         'could not restore state from checkpoint: could not parse cpuset "3-1" for container "c" in pod "p": '
         f'invalid range "3-1" (3 > 1){suffix}'
     )
+    # Neither format reads it: 1.33 … 1.35 (the default format) try V1, then V2 (an alias of
+    # CPUManagerCheckpoint there), and return V2's error; 1.36 on return V1's.
     _write(tmp_path, "[]")
     assert _restore_error(tmp_path) == (
+        "could not restore state from checkpoint: json: cannot unmarshal array into Go value of type "
+        f"state.CPUManagerCheckpoint{suffix}"
+    )
+    with pytest.raises(StateError) as newer:
+        CheckpointState(tmp_path, "static", checkpoint_format=CPUCheckpointFormat.for_kubelet("1.36"))
+    assert str(newer.value) == (
         "could not restore state from checkpoint: json: cannot unmarshal array into Go value of type "
         f"state.CPUManagerCheckpointV1{suffix}"
     )

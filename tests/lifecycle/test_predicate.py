@@ -27,6 +27,7 @@ from kubeletemu.lifecycle import (
 )
 from kubeletemu.pod import Container, Pod
 from kubeletemu.quantity import Quantity
+from kubeletemu.versions.version import MASTER
 from tests.lifecycle.builders import ctr, make_pod
 
 GI = 2**30
@@ -64,6 +65,7 @@ class Row:
     max_pods: int | None = None
     gates: Mapping[str, bool] | None = None
     allocated_devices: Mapping[str, int] | None = None
+    version: str = MASTER  # the kubelet emulated (its gate defaults, its DRA hand-off)
 
 
 ROWS = [
@@ -292,9 +294,18 @@ ROWS = [
         node={"cpu": "4", "pods": "110"},
     ),
     Row(
-        "zero-allocatable-scalar-left-to-dra",
-        # DRAExtendedResource (on): example.com/gone has allocatable 0, so the fit skips it
+        "zero-allocatable-scalar-left-to-dra-at-1.35",
+        # 1.35 with DRAExtendedResource: example.com/gone has allocatable 0, so the fit skips it
         make_pod("p", {"example.com/gone": "1"}),
+        node={**NODE, "example.com/gone": "0"},
+        gates={"DRAExtendedResource": True},
+        version="1.35",
+    ),
+    Row(
+        "zero-allocatable-scalar-checked-with-dra-gate",
+        # master (gate on): no DRA manager at the kubelet, nothing is handed off: 1 > 0 - 0
+        make_pod("p", {"example.com/gone": "1"}),
+        expected=("OutOfexample.com/gone", msg("example.com/gone", 1, 0, 0)),
         node={**NODE, "example.com/gone": "0"},
     ),
     Row(
@@ -306,9 +317,17 @@ ROWS = [
         gates={"DRAExtendedResource": False},
     ),
     Row(
-        "absent-hugepages-size-left-to-dra",
-        # no hugepages-1Gi on the node: with DRAExtendedResource the fit skips it too
+        "absent-hugepages-size-left-to-dra-at-1.35",
+        # 1.35: no hugepages-1Gi on the node: with DRAExtendedResource the fit skips it too
         make_pod("p", {"hugepages-1Gi": "1Gi", "memory": "1Gi"}),
+        gates={"DRAExtendedResource": True},
+        version="1.35",
+    ),
+    Row(
+        "absent-hugepages-size-checked-with-dra-gate",
+        # master (gate on): checked
+        make_pod("p", {"hugepages-1Gi": "1Gi", "memory": "1Gi"}),
+        expected=("OutOfhugepages-1Gi", msg("hugepages-1Gi", GI, 0, 0)),
     ),
     Row(
         "absent-hugepages-size-without-dra-gate",
@@ -358,7 +377,9 @@ ROWS = [
 
 @pytest.mark.parametrize("row", ROWS, ids=[r.id for r in ROWS])
 def test_predicate_admit(row: Row) -> None:
-    handler = PredicateAdmitHandler(row.node, row.max_pods, feature_gates=row.gates)
+    handler = PredicateAdmitHandler(
+        row.node, row.max_pods, feature_gates=row.gates, kubelet_version=row.version
+    )
     result = handler.admit(row.pod, row.admitted, allocated_devices=row.allocated_devices)
     if row.expected is None:
         assert result == PodAdmitResult(admit=True)
@@ -374,6 +395,7 @@ def test_predicate_admit(row: Row) -> None:
             row.pod,
             feature_gates=row.gates,
             allocated_devices=row.allocated_devices,
+            kubelet_version=row.version,
         )
         == result
     )

@@ -19,6 +19,7 @@ from kubeletemu.devicemanager import DeviceManager
 from kubeletemu.pod import Container, Pod
 from kubeletemu.quantity import Quantity
 from kubeletemu.topologymanager import TopologyHint
+from kubeletemu.versions.version import MASTER
 from tests.memorymanager.fixtures import EVICTION, KUBE_RESERVED, MACHINE, RESERVED
 
 NIC = "example.com/nic"
@@ -31,6 +32,8 @@ TOPOLOGY = CPUTopology(CPUInfo(cpu, cpu // 2, cpu // 8, cpu // 8) for cpu in ran
 class Node:
     policy: str
     scope: str
+    # The Device Manager's hints follow the kubelet version (kubernetes#138244 from 1.36).
+    kubelet_version: str = MASTER
     tm: topologymanager.TopologyManager = field(init=False)
     devices: DeviceManager = field(init=False)
     cpus: cpumanager.CPUManager = field(init=False)
@@ -38,7 +41,7 @@ class Node:
 
     def __post_init__(self) -> None:
         self.tm = topologymanager.new_manager([(0, None), (1, None)], self.policy, self.scope, {})
-        self.devices = DeviceManager([0, 1], self.tm)
+        self.devices = DeviceManager([0, 1], self.tm, kubelet_version=self.kubelet_version)
         self.devices.register_resource(
             NIC,
             [

@@ -7,6 +7,8 @@ nic2 on node 1, gpu0 on node 1). Providers merge in the kubelet's order: devices
 
 from __future__ import annotations
 
+import pytest
+
 from kubeletemu.bitmask import BitMask
 from kubeletemu.topologymanager import TopologyHint
 from tests.memorymanager.fixtures import Gi, Mi
@@ -155,9 +157,10 @@ def test_best_effort_admits_what_devices_cannot_serve_then_allocation_fails() ->
 
 
 def test_existing_numa_group_pulls_later_pods_into_it() -> None:
+    """Before kubernetes#138244 (1.33-1.35): the gpu's hints include {0,1}, so a later pod joins the group."""
     # 5Gi needs both nodes: memory [{0,1}P]; the 4-CPU request prefers one node, so the merge is {0,1}
     # non-preferred (restricted would refuse it).
-    node = Node("best-effort", "container")
+    node = Node("best-effort", "container", kubelet_version="1.35")
     assert not Node("restricted", "container").admit(pod("big", container("c", cpu="4", memory="5Gi"))).admit
     assert node.admit(pod("big", container("c", cpu="4", memory="5Gi"))).admit
     assert node.affinity("big", "c") == hint(0, 1, preferred=False)
@@ -172,6 +175,24 @@ def test_existing_numa_group_pulls_later_pods_into_it() -> None:
     node.remove("big")
     node.remove("small")
     assert node.memory.numa_groups() == {0: [0], 1: [1]}
+    assert all(v == 0 for t in node.memory.assigned_per_numa().values() for v in t.values())
+
+
+@pytest.mark.parametrize("version", ["1.36", "master"])
+def test_device_hints_over_device_nodes_keep_a_later_pod_on_the_gpus_node(version: str) -> None:
+    """kubernetes#138244 (1.36+): the gpu offers only {1}P, so the merge with memory's [{0,1}N] is {1}
+    non-preferred; a single-node hint never violates the NUMA allocation rule, so the Memory Manager
+    allocates on node 1 alone and node 1 leaves the {0,1} group (its Cells become [1])."""
+    node = Node("best-effort", "container", kubelet_version=version)
+    assert node.admit(pod("big", container("c", cpu="4", memory="5Gi"))).admit
+    assert node.affinity("big", "c") == hint(0, 1, preferred=False)
+    assert node.admit(pod("small", container("c", cpu="500m", memory="1Gi", gpu=1))).admit
+    assert node.affinity("small", "c") == hint(1, preferred=False)
+    assert node.memory_blocks("small", "c") == {((1,), "memory", Gi)}
+    assert node.device_ids("small", "c") == {GPU: {"gpu0"}}
+    assert node.memory.numa_groups() == {0: [0, 1], 1: [1]}
+    node.remove("big")
+    node.remove("small")
     assert all(v == 0 for t in node.memory.assigned_per_numa().values() for v in t.values())
 
 

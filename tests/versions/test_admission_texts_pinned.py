@@ -26,8 +26,9 @@ What the four trees show:
   ``TopologyAffinityError``, message "Pod Scope " + what the scope says; and the pod-level budget checks
   of both managers (``validatePodScopeResources``) refuse with ``EmptyPodSharedPoolError``. Master adds
   a third check there (a regular init container's exclusive request larger than the pool left by the
-  sidecars: "pod rejected, largest exclusive init container requests …") that v1.36.3 does not have; the
-  emulator applies it at 1.36 too (not version-gated yet, so not pinned per version here).
+  sidecars: "pod rejected, largest exclusive init container requests …") that v1.36.3 does not have; it is
+  version-gated (``cpumemorymanager.pod-level-init-pool-check``) and pinned on both sides in
+  ``test_pod_level_136.py``.
 * Policy options: the Topology Manager's refusals are lower-case at every tag (``topology manager policy
   beta-level options not enabled, …``; capitalised only up to v1.32.x, kubeedge/kubeedge@16cd8548 vendor/),
   the CPU Manager's capitalised at every tag. Maturity per tag is :data:`CPU_OPTION_LEVELS` /

@@ -239,19 +239,30 @@ def test_master_reads_a_136_v3_file_keeping_pod_entries(machine: Machine, tmp_pa
     assert node(machine, tmp_path, "master", GATE_ON).cm.cpus.state.get_pod_cpu_assignments() == pods
 
 
-@pytest.mark.parametrize(("version", "gates"), [("1.35", None), ("1.36", None)])
+V1_SHAPE_ERROR = (
+    "json: cannot unmarshal object into Go struct field CPUManagerCheckpointV1.entries of type string"
+)
+
+
+@pytest.mark.parametrize(
+    ("version", "problem"),
+    [
+        # V1 first, failing on the entries' shape; then V2, whose checksum fails: V2's error is returned
+        # (cpumanager.checkpoint-read-order).
+        ("1.35", "checkpoint is corrupted"),
+        # The gate off: V2's checksum fails, then the V1 fallback on the entries' shape, the last error.
+        ("1.36", V1_SHAPE_ERROR),
+    ],
+)
 def test_a_v3_file_is_refused_without_v3(
-    machine: Machine, tmp_path: Path, version: str, gates: Mapping[str, bool] | None
+    machine: Machine, tmp_path: Path, version: str, problem: str
 ) -> None:
-    """1.35, or 1.36 with the gate off: V2's checksum fails, the V1 fallback fails on the entries' shape,
-    and that last error is the one reported."""
     admit(node(machine, tmp_path, "1.36", GATE_ON), pod_level_pod("1"))
     with pytest.raises(StateError) as caught:
-        node(machine, tmp_path, version, gates)
+        node(machine, tmp_path, version, None)
     assert str(caught.value) == (
-        "could not restore state from checkpoint: json: cannot unmarshal object into Go struct field "
-        "CPUManagerCheckpointV1.entries of type string, please drain this node and delete the CPU manager "
-        f'checkpoint file "{tmp_path / CPU_FILE}" before restarting Kubelet'
+        f"could not restore state from checkpoint: {problem}, please drain this node and delete the CPU "
+        f'manager checkpoint file "{tmp_path / CPU_FILE}" before restarting Kubelet'
     )
 
 

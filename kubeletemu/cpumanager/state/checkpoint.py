@@ -312,15 +312,23 @@ class CPUManagerCheckpointV1:
 ContainerRefLookup = Callable[[str], "tuple[str, str] | None"]
 
 
-def migrate_v1_to_v2(src: CPUManagerCheckpointV1, lookup: ContainerRefLookup) -> CPUManagerCheckpoint:
-    """``migrateV1CheckpointToV2Checkpoint``; every container id must be known."""
+# How restoreState wraps a failed V1 → V2 migration: 1.36 on (loadAndMigrateCheckpointV2, kubernetes#134768)
+# and, before, 1.33 … 1.35's restoreState (read at v1.35.6 and v1.36.3, openshift/kubernetes as vendored in
+# openshift/microshift release-4.22 @ 5019821e0e and release-4.23 @ ab25d11482, state_checkpoint.go).
+MIGRATION_ERROR = "failed to migrate checkpoint from v1 to v2"
+LEGACY_MIGRATION_ERROR = "error migrating v1 checkpoint state to v2 checkpoint state"
+
+
+def migrate_v1_to_v2(
+    src: CPUManagerCheckpointV1, lookup: ContainerRefLookup, wrap: str = MIGRATION_ERROR
+) -> CPUManagerCheckpoint:
+    """``migrateV1CheckpointToV2Checkpoint``; every container id must be known (else ``wrap: …``)."""
     dst = CPUManagerCheckpoint(policy_name=src.policy_name, default_cpu_set=src.default_cpu_set)
     for container_id in sorted(src.entries or {}):
         ref = lookup(container_id)
         if ref is None:
             raise CheckpointError(
-                f"failed to migrate checkpoint from v1 to v2: containerID '{container_id}' not found in "
-                "initial containers list"
+                f"{wrap}: containerID '{container_id}' not found in initial containers list"
             )
         pod_uid, name = ref
         assert dst.entries is not None

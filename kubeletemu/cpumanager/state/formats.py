@@ -2,7 +2,14 @@
 
 Registered as ``cpumanager.checkpoint-format`` (``versions/data/behaviours/checkpoints.json``):
 
-* 1.33 … 1.35 write **V2** (``checkpoint.py``) and read V2, else V1 migrated.
+* 1.33 … 1.35 write **V2** (``checkpoint.py``) and read **V1 first** (migrated), else V2; a file neither
+  reads as gets V2's error, a V1 container id the kubelet does not know "error migrating v1 checkpoint
+  state to v2 checkpoint state: …" (registered as ``cpumanager.checkpoint-read-order``: 1.36's
+  ``loadAndMigrateCheckpointV2``, kubernetes#134768, turned the order round, V1's error last and "failed
+  to migrate checkpoint from v1 to v2: …"). Read in ``restoreState`` of v1.33.13 … v1.35.6 and v1.36.3
+  (openshift/kubernetes as vendored in openshift/microshift release-4.20 @ 78a3953430 … release-4.23 @
+  ab25d11482): the same outcome either way except these texts, since a file that reads as both carries
+  the same content.
 * 1.36 (kubernetes#134768, #137751) depends on ``PodLevelResourceManagers``: off, it writes V2 byte for byte
   as 1.35 (checksum over the dump named ``CPUManagerCheckpoint``) and reads V2 (checksum tried under the
   ``CPUManagerCheckpointV2`` name, then the legacy one), else V1; on, it writes **V3** — V2 plus
@@ -54,6 +61,7 @@ from kubeletemu.cpumanager.cpuset import CPUSet
 from kubeletemu.cpumanager.errors import CheckpointError, CorruptCheckpointError, CPUSetError
 from kubeletemu.cpumanager.policy_options import POD_LEVEL_RESOURCE_MANAGERS_GATE, merged_gates
 from kubeletemu.cpumanager.state.checkpoint import (
+    LEGACY_MIGRATION_ERROR,
     ContainerRefLookup,
     CPUManagerCheckpoint,
     CPUManagerCheckpointV1,
@@ -74,6 +82,7 @@ from kubeletemu.versions.behaviours import step_at
 from kubeletemu.versions.version import MASTER
 
 CHECKPOINT_FORMAT = "cpumanager.checkpoint-format"
+READ_ORDER = "cpumanager.checkpoint-read-order"
 
 V2 = "V2"
 V3 = "V3"
@@ -90,17 +99,19 @@ _DATA_STRUCT = "CPUManagerCheckpointData"
 class CPUCheckpointFormat:
     """What the kubelet of one version, with ``PodLevelResourceManagers`` as given, writes and reads.
 
-    ``step``: how many of ``cpumanager.checkpoint-format``'s changes the version carries (0 = 1.33)."""
+    ``step``: how many of ``cpumanager.checkpoint-format``'s changes the version carries (0 = 1.33);
+    ``read_step`` likewise for ``cpumanager.checkpoint-read-order``."""
 
     step: int = 0
     pod_level_resource_managers: bool = False
+    read_step: int = 0
 
     @classmethod
     def for_kubelet(
         cls, kubelet_version: str = MASTER, feature_gates: Mapping[str, bool] | None = None
     ) -> CPUCheckpointFormat:
         gate = merged_gates(feature_gates)[POD_LEVEL_RESOURCE_MANAGERS_GATE]
-        return cls(step_at(CHECKPOINT_FORMAT, kubelet_version), gate)
+        return cls(step_at(CHECKPOINT_FORMAT, kubelet_version), gate, step_at(READ_ORDER, kubelet_version))
 
     @property
     def writes(self) -> str:
@@ -312,6 +323,22 @@ def _v2_verifies(checkpoint: CPUManagerCheckpoint, names: tuple[str, ...]) -> bo
     return any(checkpoint.checksum == _hash(d) for d in dumps)
 
 
+def load_v1_first(blob: bytes, lookup: ContainerRefLookup) -> CPUCheckpointContent:
+    """1.33 … 1.35's ``restoreState``: V1 (checksum and all), migrated; else V2, whose error is the one
+    returned when both fail (a V2 file with entries fails V1 on their shape, so a corrupt one is
+    "checkpoint is corrupted" here where 1.36 reports V1's type error)."""
+    try:
+        v1 = CPUManagerCheckpointV1.unmarshal(blob)
+        v1.verify_checksum()
+    except CheckpointError:
+        v2 = CPUManagerCheckpoint.unmarshal(blob)
+        if not _v2_verifies(v2, (_LEGACY_NAME,)):
+            raise CorruptCheckpointError() from None
+        return CPUCheckpointContent(v2.policy_name, v2.default_cpu_set, v2.entries, {}, V2)
+    migrated = migrate_v1_to_v2(v1, lookup, LEGACY_MIGRATION_ERROR)
+    return CPUCheckpointContent(migrated.policy_name, migrated.default_cpu_set, migrated.entries, {}, "V1")
+
+
 def load_v2_chain(blob: bytes, lookup: ContainerRefLookup, names: tuple[str, ...]) -> CPUCheckpointContent:
     """``loadAndMigrateCheckpointV2``: V2 (checksum under ``names``), else V1 migrated, else V1's error."""
     try:
@@ -396,6 +423,8 @@ def load(
     Raises ``CheckpointError`` with the text the kubelet would wrap in "could not restore state ..."."""
     find: ContainerRefLookup = lookup or (lambda _cid: None)
     if fmt.step == 0:
+        if fmt.read_step == 0:
+            return load_v1_first(blob, find)
         return load_v2_chain(blob, find, (_LEGACY_NAME,))
     if fmt.step == 1:
         if not fmt.pod_level_resource_managers:

@@ -1,11 +1,11 @@
 """``state_checkpoint.go``: a State backed by the ``cpu_manager_state`` file.
 
-Restoring follows ``NewCheckpointState``: a missing file is created; an existing one is loaded (V2, else
-V1 migrated), its policy name must match the configured one and its cpusets must parse; any failure is
-the kubelet's "could not restore state from checkpoint: ..., please drain this node and delete the CPU
-manager checkpoint file ... before restarting Kubelet". Every change is written back at once, atomically
-(temporary file in the same directory, fsync, rename; the directory is not fsynced, as the kubelet's
-file store does not).
+Restoring follows ``NewCheckpointState``: a missing file is created; an existing one is loaded (V1 or
+V2, in the version's order: ``formats.load``), its policy name must match the configured one and its
+cpusets must parse; any failure is the kubelet's "could not restore state from checkpoint: ..., please
+drain this node and delete the CPU manager checkpoint file ... before restarting Kubelet". Every change
+is written back at once, atomically (temporary file in the same directory, fsync, rename; the directory
+is not fsynced, as the kubelet's file store does not).
 
 Which format is written and read follows the emulated kubelet version and its ``PodLevelResourceManagers``
 gate (``formats.CPUCheckpointFormat``): V2 up to 1.35, V2 or V3 (with ``podEntries``) in 1.36, V4 on master.
