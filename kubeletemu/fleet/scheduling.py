@@ -19,7 +19,8 @@ from kubeletemu.emulator import NodeEmulator
 from kubeletemu.pod import Pod
 from kubeletemu.scheduler.framework import Model, NodeInfo, PluginPanic, Status
 from kubeletemu.scheduler.nrtcache import Cache
-from kubeletemu.scheduler.nrtmatch.model import NodeResourceTopologyMatch, TopologyNotFresh
+from kubeletemu.scheduler.nrtcache.interface import TopologyNotFresh
+from kubeletemu.scheduler.nrtmatch.model import NodeResourceTopologyMatch
 from kubeletemu.scheduler.objects import NodeResourceTopology
 from kubeletemu.scheduler.profile import Profile, default_profile
 

@@ -36,11 +36,14 @@ class CachedNRTInfo:
 
 
 class TopologyNotFresh(Exception):
-    """Raised by :meth:`Cache.topology` where ``GetCachedNRTCopy`` answers "not fresh": the plugin's Filter
-    then returns Unschedulable ``invalid node topology data`` and its Score 0. A source that cannot say
-    this through a plain "NRT or None" answer must not pretend the node has no NRT (which passes)."""
+    """Raised by a topology source (:meth:`Cache.topology`, the fleet's cycle view, any
+    ``nrtmatch.TopologySource``) where ``GetCachedNRTCopy`` answers "not fresh"
+    (``CachedNRTInfo.Fresh == false``): the plugin's Filter then returns Unschedulable ``invalid node
+    topology data`` and its Score 0. A source that cannot say this through a plain "NRT or None" answer
+    must not pretend the node has no NRT (which passes). The one class both the caches and the plugin
+    model use."""
 
-    def __init__(self, node_name: str, generation: int) -> None:
+    def __init__(self, node_name: str = "", generation: int = 0) -> None:
         super().__init__(f"node {node_name!r}: {NOT_FRESH_REASON} (generation {generation})")
         self.node_name = node_name
         self.generation = generation

@@ -2,11 +2,11 @@
 kubernetes-sigs/scheduler-plugins ``903da7df82cb8794dda8f2d510ba1156111662dd``
 (``shared/spec/scheduler-side.md`` §1)."""
 
+from kubeletemu.scheduler.nrtcache.interface import TopologyNotFresh
 from kubeletemu.scheduler.nrtmatch.args import NodeResourceTopologyMatchArgs, parse_args
 from kubeletemu.scheduler.nrtmatch.model import (
     NodeResourceTopologyMatch,
     PassthroughTopology,
-    TopologyNotFresh,
     TopologySource,
 )
 from kubeletemu.scheduler.nrtmatch.nodeconfig import TopologyManagerConfig, topology_manager_config

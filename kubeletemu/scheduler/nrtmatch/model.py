@@ -16,6 +16,7 @@ from typing import Protocol, runtime_checkable
 
 from kubeletemu.pod import Pod, QOSClass
 from kubeletemu.scheduler.framework import UNSCHEDULABLE, NodeInfo, Status
+from kubeletemu.scheduler.nrtcache.interface import TopologyNotFresh
 from kubeletemu.scheduler.nrtmatch.allocation import MAX_NODE_SCORE
 from kubeletemu.scheduler.nrtmatch.args import NodeResourceTopologyMatchArgs
 from kubeletemu.scheduler.nrtmatch.filter import INVALID_TOPOLOGY_DATA, OK, filter_pod
@@ -25,12 +26,6 @@ from kubeletemu.scheduler.nrtmatch.score import score_pod
 from kubeletemu.scheduler.objects import NodeResourceTopology
 
 NAME = "NodeResourceTopologyMatch"
-
-
-class TopologyNotFresh(Exception):
-    """Raised by a :class:`TopologySource` whose cached NRT for the node is not usable now
-    (``CachedNRTInfo.Fresh == false``): Filter then answers ``Unschedulable: invalid node topology data``
-    and Score 0."""
 
 
 class TopologySource(Protocol):

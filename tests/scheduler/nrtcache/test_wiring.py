@@ -9,7 +9,7 @@ from kubeletemu.config import ConfigError
 from kubeletemu.pod import Container, Pod
 from kubeletemu.podresources import fingerprint as pfp
 from kubeletemu.quantity import Quantity
-from kubeletemu.scheduler.framework import NodeInfo
+from kubeletemu.scheduler.framework import UNSCHEDULABLE, NodeInfo
 from kubeletemu.scheduler.nrtcache import (
     NOT_FRESH_REASON,
     DiscardReserved,
@@ -21,6 +21,7 @@ from kubeletemu.scheduler.nrtcache import (
     cache_from_args,
     parse_cache_args,
 )
+from kubeletemu.scheduler.nrtmatch import NodeResourceTopologyMatch
 from kubeletemu.scheduler.objects import AttributeInfo, NodeResourceTopology, ResourceInfo, Zone
 
 
@@ -200,3 +201,23 @@ def test_unknown_enums_act_as_the_plugin_does_by_default() -> None:
     assert isinstance(cache, OverReserve)
     assert cache.pod_lister.mode is InformerMode.SHARED
     assert cache.resync_scope == ""  # not "All": no attribute watcher
+
+
+def test_a_cache_is_the_plugins_topology_source() -> None:
+    """The cache's "not fresh" is the one the plugin catches: a node with a reservation in flight (discard
+    mode) fails Filter with ``invalid node topology data`` and scores 0; after PostBind it fits again."""
+    memory = ResourceInfo("memory", Quantity.parse("4Gi"), Quantity.parse("4Gi"), Quantity.parse("4Gi"))
+    base = nrt([])
+    zone = Zone("node-0", "Node", resources=(*base.zones[0].resources, memory))
+    store = InformerStore()
+    store.update_nrt(NodeResourceTopology(name="node-a", zones=(zone,), attributes=base.attributes))
+    cache = cache_from_args({"discardReservedNodes": True}, store)
+    node = NodeInfo("node-a", topology=store.nrt("node-a"))
+    plugin = NodeResourceTopologyMatch(source=cache)
+    cache.reserve_node_resources("node-a", pod("p1"))
+    status = plugin.filter(pod("p2"), node)
+    assert (status.code, status.reasons) == (UNSCHEDULABLE, (NOT_FRESH_REASON,))
+    assert plugin.score(pod("p2"), node) == 0
+    cache.post_bind("node-a", pod("p1"))
+    assert plugin.filter(pod("p2"), node).ok
+    assert plugin.score(pod("p2"), node) > 0
