@@ -62,7 +62,7 @@ from kubeletemu.versions import SUPPORTED
 from tests.versions.helpers import pod, versioned_config
 
 # The static CPU Manager with full-pcpus-only; CPU 0 reserved: 15000m allocatable on two_nodes (CPUs
-# 8n .. 8n+7 on node n). One device, on node 1.
+# 4n .. 4n+3 and 4n+8 .. 4n+11 on node n). One device, on node 1.
 FULL_PCPUS_ONLY = (
     'cpuManagerPolicy: static\ncpuManagerPolicyOptions: {full-pcpus-only: "true"}\nreservedSystemCPUs: "0"\n'
 )

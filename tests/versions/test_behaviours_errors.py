@@ -46,7 +46,7 @@ PLAIN_POD = pod_manifest("plain", 'cpu: "2", memory: 256Mi')
 def node(
     machine: Machine, version: str, gates: dict[str, bool] | None = None, policy: str = "best-effort"
 ) -> NodeEmulator:
-    """On two_nodes (node n holds CPUs 8n .. 8n+7)."""
+    """On two_nodes (node n holds CPUs 4n .. 4n+3 and 4n+8 .. 4n+11)."""
     return NodeEmulator(parse_config(versioned_config(version, policy, gates=gates)), machine)
 
 

@@ -16,7 +16,7 @@ from kubeletemu.versions.behaviours import behaviours, in_effect, step_at
 from tests.nodes import static_managers
 from tests.versions.helpers import pod, versioned_config
 
-# On four_nodes (node n holds CPUs 4n .. 4n+3): one device on node 0.
+# On four_nodes (node n holds CPUs 2n, 2n+1, 2n+8, 2n+9): one device on node 0.
 DEVICE_POD = pod("gpu", 'cpu: "1", memory: 256Mi, example.com/dev: "1"')
 # Guaranteed at pod level and in its one container (2 CPUs, 1Gi).
 POD_LEVEL_POD = pod("plr", 'cpu: "2", memory: 1Gi', 'limits: {cpu: "2", memory: 1Gi}')
