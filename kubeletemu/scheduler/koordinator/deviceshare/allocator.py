@@ -259,6 +259,43 @@ class AutopilotAllocator:
         return allocations, Status()
 
 
+class GPUTotalMemError(ValueError):
+    """``fillGPUTotalMem``'s error: an allocated GPU the node has no healthy total for."""
+
+
+def fill_gpu_total_mem(allocations: Allocations, node: NodeDevice) -> None:
+    """``fillGPUTotalMem`` (``devicehandler_gpu.go``, called by ``Reserve``): every allocated GPU holding
+    only one of ``gpu-memory`` / ``gpu-memory-ratio`` gets the other from the device's total memory —
+    bytes as ``ratio * total / 100`` (integer), a ratio as the truncated float ``bytes / total * 100``.
+    Raises :class:`GPUTotalMemError` for a minor without a healthy total, after filling the ones before it,
+    as the Go loop does."""
+    gpus = allocations.get(api.GPU)
+    totals = node.total.get(api.GPU)
+    if gpus is None or totals is None:
+        return
+    for i, allocation in enumerate(gpus):
+        total = totals.get(allocation.minor)
+        if is_zero(total):
+            raise GPUTotalMemError(f"no healthy gpu device with minor {allocation.minor} of allocation")
+        assert total is not None
+        resources = dict(allocation.resources)
+        memory = resources.get(api.RESOURCE_GPU_MEMORY)
+        ratio = resources.get(api.RESOURCE_GPU_MEMORY_RATIO)
+        if memory is not None and ratio is not None:
+            continue
+        total_memory = value(total.get(api.RESOURCE_GPU_MEMORY, Fraction(0)))
+        if memory is not None:
+            # float64 division as Go does it; a zero total gives +Inf/NaN, which int64() turns into a
+            # platform-defined value: not reproduced (a GPU without memory is not a real device).
+            resources[api.RESOURCE_GPU_MEMORY_RATIO] = Fraction(
+                int(value(memory) / total_memory * 100) if total_memory else 0
+            )
+        else:
+            amount = value(ratio) if ratio is not None else 0
+            resources[api.RESOURCE_GPU_MEMORY] = Fraction(amount * total_memory // 100)
+        gpus[i] = api.DeviceAllocation(allocation.minor, resources, allocation.vfs)
+
+
 def _must_allocate_vf(hint: api.DeviceHint | None) -> bool:
     return hint is not None and hint.vf_selector is not None
 

@@ -22,7 +22,6 @@ from kubeletemu.scheduler.koordinator.deviceshare import api
 from kubeletemu.scheduler.koordinator.deviceshare.resourcelist import (
     ResourceList,
     add,
-    equals,
     is_zero,
     subtract_non_negative,
 )
@@ -181,7 +180,9 @@ class NodeDevice:
             self.free[device_type] = free
 
     def filter(self, devices: Mapping[str, Iterable[int]], hints: Mapping[str, api.DeviceHint]) -> NodeDevice:
-        """``nodeDevice.filter`` (no preemptible or required device resources: none in one cycle)."""
+        """``nodeDevice.filter`` (no preemptible or required device resources: none in one cycle).
+        ``hints`` is read by the shipped code only for the PCIe-level exclusive policy, whose result it
+        drops; kept for the signature."""
         total: dict[str, DeviceResources] = {}
         used: dict[str, DeviceResources] = {}
         for device_type, minors in devices.items():
@@ -189,9 +190,11 @@ class NodeDevice:
             if all(is_zero(v) for v in free_devices.values()):
                 continue
             wanted = set(minors)
-            hint = hints.get(device_type)
-            if hint is not None and hint.exclusive_policy == api.PCIE_LEVEL:
-                wanted &= self._free_by_pcie(free_devices, device_type)
+            # A PCIeLevel exclusive policy computes the minors of wholly free PCIe switches
+            # (``filterFreeDevicesByPCIe``), but ``minors.Intersection(...)`` returns a new set that the
+            # shipped code drops: the policy filters nothing (device_allocator_test.go
+            # TestAutopilotAllocatorWithExclusivePolicyAndRequiredScope "allocate 3 GPU and 2 VF with
+            # assigned devices" fails only this way).
             original = self.total.get(device_type, {})
             total_by_type: DeviceResources = {}
             used_by_type: DeviceResources = {}
@@ -215,17 +218,6 @@ class NodeDevice:
             gpu_topology_scope=self.gpu_topology_scope,
         )
         out.reset_free()
-        return out
-
-    def _free_by_pcie(self, free: DeviceResources, device_type: str) -> set[int]:
-        """``filterFreeDevicesByPCIe``: minors of PCIe switches with none of the type's devices in use."""
-        out: set[int] = set()
-        total = self.total.get(device_type, {})
-        for pcies in self.topology.nodes.values():
-            for pcie in pcies:
-                minors = pcie.devices.get(device_type, ())
-                if all(equals(total.get(m), free.get(m)) for m in minors):
-                    out.update(minors)
         return out
 
 

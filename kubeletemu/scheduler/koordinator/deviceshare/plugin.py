@@ -6,7 +6,7 @@ Filter trusts the Topology Manager: when NodeNUMAResource's Filter stored a NUMA
 admission already ran DeviceShare's ``Allocate`` inside that affinity), it passes; otherwise it tries an
 allocation anywhere on the node. Reserve allocates inside the stored affinity (anywhere when none was
 stored). Not modelled: Score, reservations and preemption, designated allocations, GPU shared-resource
-templates, ``gpuShareUnsupportedModels`` (empty by default), the device scorer, ``fillGPUTotalMem``.
+templates, ``gpuShareUnsupportedModels`` (empty by default), the device scorer.
 """
 
 from __future__ import annotations
@@ -17,7 +17,12 @@ from dataclasses import dataclass, field
 from kubeletemu.pod import Pod
 from kubeletemu.scheduler.framework import ERROR, NodeInfo, Status, memo
 from kubeletemu.scheduler.koordinator.deviceshare import api
-from kubeletemu.scheduler.koordinator.deviceshare.allocator import Allocations, AutopilotAllocator
+from kubeletemu.scheduler.koordinator.deviceshare.allocator import (
+    Allocations,
+    AutopilotAllocator,
+    GPUTotalMemError,
+    fill_gpu_total_mem,
+)
 from kubeletemu.scheduler.koordinator.deviceshare.hints import Hints, allocate_with_affinity, topology_hints
 from kubeletemu.scheduler.koordinator.deviceshare.node_device import NodeDevice, node_device
 from kubeletemu.scheduler.koordinator.deviceshare.requests import PreFilterState, pre_filter
@@ -98,7 +103,8 @@ class DeviceShare:
         return AutopilotAllocator(state, device, _labels(node)).allocate()[1]
 
     def reserve(self, pod: Pod, node: NodeInfo, affinity: NUMATopologyHint | None) -> DeviceReserveResult:
-        """``Reserve`` (``allocate``) inside the stored ``affinity`` (None: none stored)."""
+        """``Reserve`` (``allocate``) inside the stored ``affinity`` (None: none stored); the GPU allocations
+        then get their missing memory or memory ratio from the device (``fillGPUTotalMem``)."""
         state = self.pre_filter(pod)
         if isinstance(state, Status):
             return DeviceReserveResult(state)
@@ -110,4 +116,10 @@ class DeviceShare:
         mask = None if self.disable_numa_alignment or affinity is None else affinity.affinity
         allocator = AutopilotAllocator(state, device, _labels(node), numa_nodes=mask, reserve_phase=True)
         allocations, status = allocator.allocate()
-        return DeviceReserveResult(status, allocations if status.ok else {})
+        if not status.ok:
+            return DeviceReserveResult(status)
+        try:
+            fill_gpu_total_mem(allocations, device)
+        except GPUTotalMemError as err:
+            return DeviceReserveResult(Status(ERROR, (f"fillGPUTotalMem failed: {err}, node: {node.name}",)))
+        return DeviceReserveResult(status, allocations)
