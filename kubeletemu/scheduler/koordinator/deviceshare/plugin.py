@@ -6,16 +6,16 @@ Filter trusts the Topology Manager: when NodeNUMAResource's Filter stored a NUMA
 admission already ran DeviceShare's ``Allocate`` inside that affinity), it passes; otherwise it tries an
 allocation anywhere on the node. Reserve allocates inside the stored affinity (anywhere when none was
 stored). Not modelled: Score, reservations and preemption, designated allocations, GPU shared-resource
-templates, ``gpuShareUnsupportedModels`` (empty by default), the device scorer.
+templates, the device scorer. ``gpuShareUnsupportedModels`` (empty by default) is a constructor argument.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from dataclasses import dataclass, field
 
 from kubeletemu.pod import Pod
-from kubeletemu.scheduler.framework import ERROR, NodeInfo, Status, memo
+from kubeletemu.scheduler.framework import ERROR, UNSCHEDULABLE_AND_UNRESOLVABLE, NodeInfo, Status, memo
 from kubeletemu.scheduler.koordinator.deviceshare import api
 from kubeletemu.scheduler.koordinator.deviceshare.allocator import (
     Allocations,
@@ -47,8 +47,14 @@ class DeviceShare:
 
     name = NAME
 
-    def __init__(self, disable_numa_alignment: bool = False) -> None:
+    def __init__(
+        self,
+        disable_numa_alignment: bool = False,
+        gpu_share_unsupported_models: Mapping[str, Set[str]] | None = None,
+    ) -> None:
         self.disable_numa_alignment = disable_numa_alignment
+        # DeviceShareArgs.gpuShareUnsupportedModels: GPU vendor -> models that refuse shared GPU requests.
+        self.gpu_share_unsupported_models: Mapping[str, Set[str]] = gpu_share_unsupported_models or {}
 
     def pre_filter(self, pod: Pod) -> PreFilterState | Status:
         return memo(pod, "_koord_deviceshare_pre_filter", lambda: pre_filter(pod))
@@ -81,7 +87,9 @@ class DeviceShare:
     # ---- Filter / Reserve -----------------------------------------------------------------------------
 
     def filter(self, pod: Pod, node: NodeInfo, affinity_stored: bool) -> Status:
-        """``Filter``; ``affinity_stored``: NodeNUMAResource's admission stored an affinity this cycle."""
+        """``Filter`` (plugin.go ``Plugin.Filter``: the GPU isolation provider and unsupported-model checks
+        come before the stored-affinity shortcut); ``affinity_stored``: NodeNUMAResource's admission stored
+        an affinity this cycle."""
         state = self.pre_filter(pod)
         if isinstance(state, Status):
             return state
@@ -95,6 +103,15 @@ class DeviceShare:
             and provider not in ("", _labels(node).get(api.LABEL_GPU_ISOLATION_PROVIDER))
         ):
             return Status(ERROR, (ERR_GPU_ISOLATION_PROVIDER,))
+        if gpu is not None and gpu.gpu_shared:
+            labels = _labels(node)
+            vendor, model = labels.get(api.LABEL_GPU_VENDOR, ""), labels.get(api.LABEL_GPU_MODEL, "")
+            if model in self.gpu_share_unsupported_models.get(vendor, ()):
+                # Label values carry no characters Go's %q would escape.
+                return Status(
+                    UNSCHEDULABLE_AND_UNRESOLVABLE,
+                    (f'model "{model}" of vendor "{vendor}" does not support GPU Share',),
+                )
         if affinity_stored:
             return Status()
         device = self._device(node)
