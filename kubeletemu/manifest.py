@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ from typing import Any
 
 from kubeletemu.config import fields, validation
 from kubeletemu.golang import go_quote
+from kubeletemu.input_limits import MAX_UID_CHARS, NestingError, clip, loads_bounded
 from kubeletemu.pod import (
     RESTART_POLICY_ALWAYS,
     Container,
@@ -53,6 +55,11 @@ LIST_KINDS = ("List", "PodList")
 POD_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 # resourcehelper.SupportedPodLevelResources(), sorted as the API server lists them.
 POD_LEVEL_RESOURCES = ("cpu", "hugepages-", "memory")
+# apimachinery's TotalAnnotationSizeLimitB: keys and values together, in bytes.
+ANNOTATIONS_MAX_BYTES = 256 * (1 << 10)
+_PATH_CHARS = 160
+# What the UID may hold: it names the pod's file in the state directory, so no control characters.
+_UID_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f]")
 
 
 class ManifestError(ValueError):
@@ -70,10 +77,12 @@ class _Context:
 
     def where(self) -> str:
         place = f"document {self.document}" + (f", items[{self.item}]" if self.item is not None else "")
-        pod = f"pod {go_quote(self.name)}" if self.name else "pod"
+        pod = f"pod {go_quote(clip(self.name))}" if self.name else "pod"
         return f"{self.source}: {pod} ({place})" if self.source else f"{pod} ({place})"
 
     def error(self, path: str, problem: str) -> ManifestError:
+        # A path can hold a map key the client chose (a resource name): clipped like any echoed input.
+        path = clip(path, _PATH_CHARS)
         return ManifestError(f"{self.where()}: {path}: {problem}" if path else f"{self.where()}: {problem}")
 
 
@@ -98,7 +107,7 @@ def parse_pods(text: str, source: str | None = None, *, pod_level_resources: boo
                 item_obj = _object(item_ctx, item)
                 # PodList items from the API carry no kind; List items from kubectl do.
                 if item_obj.get("kind", "Pod") != "Pod":
-                    raise item_ctx.error("kind", f"{item_obj['kind']!r} is not supported: expected Pod")
+                    raise item_ctx.error("kind", f"{_echo(item_obj['kind'])} is not supported: expected Pod")
                 pods.append(_pod(item_ctx, item_obj, pod_level_resources))
         elif kind == "Pod":
             _check_api_version(ctx, obj)
@@ -106,7 +115,7 @@ def parse_pods(text: str, source: str | None = None, *, pod_level_resources: boo
         elif kind is None:
             raise ctx.error("kind", "Required value: expected Pod, PodList or List")
         else:
-            raise ctx.error("kind", f"{kind!r} is not supported: expected Pod, PodList or List")
+            raise ctx.error("kind", f"{_echo(kind)} is not supported: expected Pod, PodList or List")
     return pods
 
 
@@ -152,7 +161,7 @@ def pod_from_manifest(
     """One decoded Pod object (``kind`` and ``apiVersion`` may be omitted here)."""
     ctx = _Context(source, 1)
     if obj.get("kind", "Pod") != "Pod":
-        raise ctx.error("kind", f"{obj['kind']!r} is not supported: expected Pod")
+        raise ctx.error("kind", f"{_echo(obj['kind'])} is not supported: expected Pod")
     return _pod(ctx, fields.mapping(ctx, "", obj), pod_level_resources)
 
 
@@ -194,7 +203,10 @@ def _documents(text: str, source: str | None) -> list[Any]:
     if stripped.startswith(("{", "[")):
         # kubectl -o json: one JSON value; YAML would choke on JSON's tabs.
         try:
-            return [json.loads(text)]
+            return [loads_bounded(text)]
+        except NestingError as err:
+            where = f"{source}: " if source else ""
+            raise ManifestError(f"{where}invalid JSON: {err}") from None
         except json.JSONDecodeError:
             pass  # flow-style YAML, or broken JSON: let the YAML parser report it
     try:
@@ -214,11 +226,18 @@ def _check_api_version(ctx: _Context, obj: Mapping[str, Any]) -> None:
     if version is None:
         raise ctx.error("apiVersion", f"Required value: expected {API_VERSION}")
     if version != API_VERSION:
-        raise ctx.error("apiVersion", f"Unsupported value: {go_quote(str(version))}: expected {API_VERSION}")
+        raise ctx.error(
+            "apiVersion", f"Unsupported value: {go_quote(clip(str(version)))}: expected {API_VERSION}"
+        )
 
 
 def _invalid(value: str, detail: str) -> str:
-    return f"Invalid value: {go_quote(value)}: {detail}"
+    return f"Invalid value: {go_quote(clip(value))}: {detail}"
+
+
+def _echo(value: object) -> str:
+    """A value of the wrong kind, as a refusal shows it (``repr``, clipped)."""
+    return clip(repr(value))
 
 
 def _pod(ctx: _Context, obj: Mapping[str, Any], pod_level_resources: bool) -> Pod:
@@ -241,9 +260,12 @@ def _pod(ctx: _Context, obj: Mapping[str, Any], pod_level_resources: bool) -> Po
         if uid in (None, "")
         else fields.scalar_text(ctx, "metadata.uid", uid)
     )
+    _check_uid(ctx, uid)
 
     labels = fields.string_map(ctx, "metadata.labels", metadata.get("labels"))
+    _check_labels(ctx, "metadata.labels", labels)
     annotations = fields.string_map(ctx, "metadata.annotations", metadata.get("annotations"))
+    _check_annotations(ctx, "metadata.annotations", annotations)
 
     spec = fields.mapping(ctx, "spec", obj.get("spec"))
     priority = (
@@ -285,7 +307,7 @@ def _pod(ctx: _Context, obj: Mapping[str, Any], pod_level_resources: bool) -> Po
         if phase not in POD_PHASES:
             supported = ", ".join(go_quote(p) for p in POD_PHASES)
             raise ctx.error(
-                "status.phase", f"Unsupported value: {go_quote(phase)}: supported values: {supported}"
+                "status.phase", f"Unsupported value: {go_quote(clip(phase))}: supported values: {supported}"
             )
 
     return Pod(
@@ -305,6 +327,37 @@ def _pod(ctx: _Context, obj: Mapping[str, Any], pod_level_resources: bool) -> Po
     )
 
 
+def _check_uid(ctx: _Context, uid: str) -> None:
+    """Not the API server's (it sets the UID on create, a 36-character UUID): the emulator keeps each pod
+    in a file named after its UID, so a UID is at most ``MAX_UID_CHARS`` characters without control
+    characters, and any such UID names a file that can be written."""
+    if len(uid) > MAX_UID_CHARS:
+        raise ctx.error("metadata.uid", _invalid(uid, f"must be no more than {MAX_UID_CHARS} characters"))
+    if _UID_FORBIDDEN.search(uid):
+        raise ctx.error("metadata.uid", _invalid(uid, "must not contain control characters"))
+
+
+def _check_labels(ctx: _Context, path: str, labels: Mapping[str, str]) -> None:
+    """``ValidateLabels``: each key a qualified name, each value a label value (keys in sorted order,
+    where Go walks its map at random: the first problem found is reported)."""
+    for key in sorted(labels):
+        if problems := validation.qualified_name(key):
+            raise ctx.error(path, _invalid(key, problems[0]))
+        if problems := validation.label_value(labels[key]):
+            raise ctx.error(path, _invalid(labels[key], problems[0]))
+
+
+def _check_annotations(ctx: _Context, path: str, annotations: Mapping[str, str]) -> None:
+    """``ValidateAnnotations``: each key a qualified name (case aside), then the total size of keys and
+    values at most 256 KiB (``TotalAnnotationSizeLimitB``; ``field.TooLong`` omits the value)."""
+    for key in sorted(annotations):
+        if problems := validation.qualified_name(key.lower()):
+            raise ctx.error(path, _invalid(key, problems[0]))
+    size = sum(len(k.encode()) + len(v.encode()) for k, v in annotations.items())
+    if size > ANNOTATIONS_MAX_BYTES:
+        raise ctx.error(path, f"Too long: may not be more than {ANNOTATIONS_MAX_BYTES} bytes")
+
+
 def _container(ctx: _Context, path: str, raw: Any, names: set[str], *, init: bool) -> Container:
     obj = fields.mapping(ctx, path, raw)
     name = obj.get("name")
@@ -314,7 +367,7 @@ def _container(ctx: _Context, path: str, raw: Any, names: set[str], *, init: boo
     if problems := validation.dns1123_label(name):
         raise ctx.error(f"{path}.name", _invalid(name, problems[0]))
     if name in names:
-        raise ctx.error(f"{path}.name", f"Duplicate value: {go_quote(name)}")
+        raise ctx.error(f"{path}.name", f"Duplicate value: {go_quote(clip(name))}")
     names.add(name)
 
     restart_policy = obj.get("restartPolicy")
@@ -325,7 +378,8 @@ def _container(ctx: _Context, path: str, raw: Any, names: set[str], *, init: boo
         if restart_policy != RESTART_POLICY_ALWAYS:
             raise ctx.error(
                 f"{path}.restartPolicy",
-                f'Unsupported value: {go_quote(restart_policy)}: supported values: "{RESTART_POLICY_ALWAYS}"',
+                f"Unsupported value: {go_quote(clip(restart_policy))}: "
+                f'supported values: "{RESTART_POLICY_ALWAYS}"',
             )
 
     requests, limits = _requirements(ctx, f"{path}.resources", obj.get("resources"))
@@ -348,12 +402,14 @@ def _resource_list(ctx: _Context, path: str, raw: Any) -> dict[str, Quantity]:
     result: dict[str, Quantity] = {}
     for key, value in fields.mapping(ctx, path, raw).items():
         if isinstance(value, bool) or not isinstance(value, str | int | float):
-            raise ctx.error(f"{path}.{key}", f"invalid quantity {value!r}: expected a string or a number")
+            raise ctx.error(
+                f"{path}.{clip(key)}", f"invalid quantity {_echo(value)}: expected a string or a number"
+            )
         try:
             quantity = Quantity.parse(value)
         except QuantityError:
             text = value if isinstance(value, str) else repr(value)
-            raise ctx.error(f"{path}.{key}", f"invalid quantity {go_quote(text)}") from None
+            raise ctx.error(f"{path}.{clip(key)}", f"invalid quantity {go_quote(clip(text))}") from None
         milli = quantity.amount * 1000
         if milli.denominator != 1:
             quantity = Quantity(Fraction(math.ceil(milli), 1000))
@@ -368,7 +424,7 @@ def _check_resource_name(ctx: _Context, path: str, name: str, *, pod_level: bool
     if pod_level:
         if name not in ("cpu", "memory") and not validation.is_hugepages_resource(name):
             supported = ", ".join(go_quote(r) for r in POD_LEVEL_RESOURCES)
-            raise ctx.error(path, f"Unsupported value: {go_quote(name)}: supported values: {supported}")
+            raise ctx.error(path, f"Unsupported value: {go_quote(clip(name))}: supported values: {supported}")
     elif "/" not in name:
         if name not in validation.STANDARD_CONTAINER_RESOURCES and not validation.is_hugepages_resource(name):
             raise ctx.error(path, _invalid(name, "must be a standard resource for containers"))

@@ -11,7 +11,9 @@ the kubelet's stale-state removal does.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +27,10 @@ from kubeletemu.topologymanager import TopologyHint
 
 REGISTRY_DIR = "pods"
 _VERSION = 1
+# A UID that is its own file name (UUIDs, and any other UID of these characters); others are hashed.
+_PLAIN_UID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+# Hashed names start with a character no plain UID starts with, so the two kinds never meet.
+_HASHED_PREFIX = "%uid-"
 
 
 class RegistryError(Exception):
@@ -51,6 +57,8 @@ class PodRegistry:
         self._names: dict[tuple[str, str], str] = {}
         # namespace/name held by more than one restored pod (state written by an earlier version).
         self.duplicate_names: list[str] = []
+        # The file each restored pod was read from, where an earlier version named it otherwise.
+        self._paths: dict[str, Path] = {}
         self._next = 1
         if directory is not None and directory.exists():
             self._load(directory)
@@ -82,7 +90,7 @@ class PodRegistry:
         self._next += 1
         if self.directory is not None:
             body = json.dumps(_encode(entry), sort_keys=True).encode()
-            write_file_atomic(self._file(entry.pod.uid), body, mode=0o600)
+            write_file_atomic(self.path_of(entry.pod.uid), body, mode=0o600)
         self._pods[entry.pod.uid] = entry
         self._names[(entry.pod.namespace, entry.pod.name)] = entry.pod.uid
 
@@ -92,33 +100,37 @@ class PodRegistry:
         if self._names.get(key) == uid:
             del self._names[key]
         if self.directory is not None:
-            remove_file(self._file(uid))
+            remove_file(self.path_of(uid))
+            self._paths.pop(uid, None)
         return entry
 
     # ---- persistence ------------------------------------------------------------------------------
 
-    def _file(self, uid: str) -> Path:
+    def path_of(self, uid: str) -> Path:
+        """The pod's file: where it was read from, else :func:`file_name`."""
         assert self.directory is not None
-        # UIDs are RFC 4122 strings in practice; anything else is made a safe single path component.
-        return self.directory / (uid.replace("/", "%2F").replace("\0", "") + ".json")
+        return self._paths.get(uid) or self.directory / file_name(uid)
 
     def files(self) -> list[Path]:
         """The registry files on disk now (none when the registry is in memory)."""
         if self.directory is None or not self.directory.is_dir():
             return []
-        return sorted(self.directory.glob("*.json"))
+        return sorted(p for p in self.directory.glob("*.json") if p.is_file())
 
     def restore(self, files: Mapping[Path, bytes]) -> None:
         """Hold what registry files' content says (path -> bytes), writing nothing: the daemon goes back
         to the last durable files when later ones could not be written."""
         self._pods.clear()
         self._names.clear()
+        self._paths.clear()
         self.duplicate_names = []
         self._take(sorted(files.items()))
 
     def _load(self, directory: Path) -> None:
         read = []
         for path in sorted(directory.glob("*.json")):
+            if not path.is_file():  # nothing this registry wrote (a directory someone made)
+                continue
             try:
                 read.append((path, path.read_bytes()))
             except OSError as err:
@@ -129,9 +141,12 @@ class PodRegistry:
         entries = []
         for path, body in files:
             try:
-                entries.append(_decode(json.loads(body)))
+                entry = _decode(json.loads(body))
             except (ValueError, KeyError, TypeError, ManifestError) as err:
                 raise RegistryError(f"{path}: corrupt pod registry entry: {err}") from None
+            entries.append(entry)
+            if self.directory is not None and path != self.directory / file_name(entry.pod.uid):
+                self._paths[entry.pod.uid] = path
         for entry in sorted(entries, key=lambda e: e.sequence):
             self._pods[entry.pod.uid] = entry
             key = (entry.pod.namespace, entry.pod.name)
@@ -142,6 +157,15 @@ class PodRegistry:
             else:
                 self._names[key] = entry.pod.uid
         self._next = max((e.sequence for e in entries), default=0) + 1
+
+
+def file_name(uid: str) -> str:
+    """The name of a pod's file: ``<uid>.json`` for a UID of letters, digits, '.', '_' and '-' (every
+    UID the API server gives), else a hash of the UID: whatever a valid pod's UID holds (see
+    ``manifest._check_uid``), its name is one short path component that any filesystem takes."""
+    if _PLAIN_UID.fullmatch(uid):
+        return f"{uid}.json"
+    return f"{_HASHED_PREFIX}{hashlib.sha256(uid.encode('utf-8', 'surrogatepass')).hexdigest()}.json"
 
 
 def _encode(entry: AdmittedPod) -> dict[str, Any]:

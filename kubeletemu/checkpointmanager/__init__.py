@@ -3,6 +3,8 @@ FNV-32a checksum over go-spew's dump of the checkpoint struct; plus the daemon's
 
 from kubeletemu.checkpointmanager.checksum import fnv32a
 from kubeletemu.checkpointmanager.files import (
+    DISK_ERRNOS,
+    PATH_ERRNOS,
     CheckpointWriteError,
     PendingWrites,
     WriteBatch,
@@ -18,6 +20,8 @@ from kubeletemu.checkpointmanager.files import (
 from kubeletemu.checkpointmanager.writer import CheckpointWriter, WriterClosedError
 
 __all__ = [
+    "DISK_ERRNOS",
+    "PATH_ERRNOS",
     "CheckpointWriteError",
     "CheckpointWriter",
     "PendingWrites",

@@ -11,6 +11,7 @@ directory takes a durable write now (a full or read-only filesystem, or missing 
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import os
 import re
@@ -158,7 +159,12 @@ def _write(path: Path, data: bytes, mode: int) -> None:
 
 def _create_temporary(directory: str, name: str, mode: int) -> tuple[int, str]:
     """A new temporary file beside the target. A name can already exist if a killed process with the
-    same pid left it behind: that one is skipped (and left to ``remove_stale_temporaries``)."""
+    same pid left it behind: that one is skipped (and left to ``remove_stale_temporaries``).
+
+    A missing directory is made, one level only (``pods/`` on the first admission): a missing parent
+    means the state directory itself is gone, and re-creating it here would write part of the node into
+    an empty directory; the write fails instead (``ENOENT``), and the daemon rebuilds the directory
+    whole (:mod:`kubeletemu.daemon.state_guard`)."""
     while True:
         tmp = os.path.join(directory, f".{name}.{os.getpid()}.{next(_sequence)}.tmp")
         try:
@@ -166,9 +172,17 @@ def _create_temporary(directory: str, name: str, mode: int) -> tuple[int, str]:
         except FileExistsError:
             continue
         except FileNotFoundError:
-            os.makedirs(directory, exist_ok=True)
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(directory, 0o750)
             with contextlib.suppress(FileExistsError):
                 return os.open(tmp, _OPEN_FLAGS, mode), tmp
+
+
+# What reading or writing one path can fail with that says nothing about the disk: the path cannot
+# name a file (too long, not a name, a directory in its place, a file where a directory should be).
+PATH_ERRNOS = frozenset({errno.ENAMETOOLONG, errno.EINVAL, errno.EISDIR, errno.ENOTDIR})
+# What a write can fail with that is the disk's, whichever file it was: full, read-only, broken, over quota.
+DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EROFS, errno.EIO, errno.EDQUOT})
 
 
 def read_file(path: Path) -> Op:

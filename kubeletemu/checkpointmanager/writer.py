@@ -11,10 +11,15 @@ of the last pass that succeeded), so it skips a write whose content is already t
 leaves the files part-way between two states: from then on every batch fails without being written
 (each was decided on top of the failed one, which its caller undoes in memory, back to ``committed``),
 until ``sync()`` has written ``committed`` back over whatever the failed pass left.
+
+A pass counts as written only if the directories it wrote are still the ones the daemon holds when it
+ends (``verify``): files renamed into a state directory that was removed meanwhile are gone with it, so
+such a pass fails like one the disk refused, and its calls are undone.
 """
 
 from __future__ import annotations
 
+import errno
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
@@ -22,7 +27,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kubeletemu.checkpointmanager.files import Op, WriteBatch, probe_writable, read_file, write_batch
+from kubeletemu.checkpointmanager.files import (
+    PATH_ERRNOS,
+    CheckpointWriteError,
+    Op,
+    WriteBatch,
+    probe_writable,
+    read_file,
+    write_batch,
+)
 
 Committed = dict[Path, tuple[bytes, int]]
 
@@ -45,9 +58,13 @@ class CheckpointWriter:
         name: str = "checkpoint-writer",
         write: Callable[[WriteBatch], None] = write_batch,
         committed: Mapping[Path, tuple[bytes, int]] | None = None,
+        verify: Callable[[], str | None] | None = None,
     ) -> None:
         # ``write`` applies one (merged) batch; tests wrap the real one to hold a pass open or fail it.
         self._write = write
+        # After a pass: why its files may not be where they were written (None: they are), e.g. the
+        # state directory was removed while it ran. Called on the writer's thread.
+        self._verify = verify
         self._cond = threading.Condition()
         self._queue: list[tuple[WriteBatch | _Sync, Future[Any]]] = []
         self._closed = False
@@ -154,6 +171,7 @@ class CheckpointWriter:
         try:
             if changed:
                 self._write(WriteBatch(changed))
+                self._check_written()
         except BaseException as err:  # handed to every waiter of this pass
             error = err
         with self._cond:
@@ -176,6 +194,11 @@ class CheckpointWriter:
             else:
                 future.set_exception(error)
 
+    def _check_written(self) -> None:
+        problem = self._verify() if self._verify is not None else None
+        if problem is not None:
+            raise CheckpointWriteError(errno.ENOENT, problem)
+
     def _sync(self, item: _Sync, future: Future[list[Path]]) -> None:
         with self._cond:
             if item.committed is not None:
@@ -188,10 +211,18 @@ class CheckpointWriter:
             wrong = {}
             for path in paths:
                 want = committed.get(path)
-                if read_file(path) != want:
+                try:
+                    have = read_file(path)
+                except OSError as err:
+                    # A path no file can have (a failed write to it left nothing): nothing to undo there.
+                    if want is None and err.errno in PATH_ERRNOS:
+                        continue
+                    raise
+                if have != want:
                     wrong[path] = want
             if wrong:
                 self._write(WriteBatch(wrong))
+            self._check_written()
         except BaseException as err:
             with self._cond:
                 self._failure = err

@@ -45,6 +45,25 @@ def dns1123_subdomain(value: str) -> list[str]:
     return problems
 
 
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+LABEL_VALUE_MAX = 63
+
+
+def label_value(value: str) -> list[str]:
+    """``IsValidLabelValue``: empty, or at most 63 characters of alphanumerics, '-', '_' and '.' that
+    start and end alphanumeric."""
+    problems = []
+    if len(value.encode()) > LABEL_VALUE_MAX:
+        problems.append(f"must be no more than {LABEL_VALUE_MAX} characters")
+    if not _LABEL_VALUE.match(value):
+        problems.append(
+            "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
+            "and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or "
+            "'12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+        )
+    return problems
+
+
 def qualified_name(value: str) -> list[str]:
     """``IsQualifiedName``: an optional DNS-subdomain prefix and ``/``, then a name of at most 63 chars."""
     prefix, slash, name = value.rpartition("/")

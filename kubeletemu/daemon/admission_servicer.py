@@ -260,7 +260,8 @@ class AdmissionServicer(pb_grpc.AdmissionServicer):
             else load_profile(None, request.profile or None)
         )
         flavour = request.flavour or live.profile_flavour(profile)
-        return convert.schedule_msg(schedule(pod, live.with_node(self.emulator(), cluster, flavour), profile))
+        nodes = live.with_node(self.emulator(), cluster, flavour)
+        return convert.schedule_msg(schedule(pod, nodes, profile), profile)
 
     def _observe(self, emulator: NodeEmulator, report: AdmissionReport, seconds: float) -> None:
         """The kubelet's Topology Manager admission metrics, counted where it counts them: admission errors

@@ -20,6 +20,7 @@ from kubeletemu.podresources import nrt
 from kubeletemu.podresources.fingerprint import Status
 from kubeletemu.scheduler.framework import Decision
 from kubeletemu.scheduler.leastnumanodes import LeastNUMAResult
+from kubeletemu.scheduler.profile import Profile
 from kubeletemu.topologymanager import ProviderHints, TopologyHint
 
 
@@ -282,7 +283,8 @@ def least_numa_nodes_msg(result: LeastNUMAResult) -> pb.LeastNUMANodesResponse:
     )
 
 
-def schedule_msg(decision: Decision) -> pb.ScheduleResponse:
+def schedule_msg(decision: Decision, profile: Profile) -> pb.ScheduleResponse:
+    """The decision, with the profile that took it and each plugin's own score."""
     pod = decision.pod
     return pb.ScheduleResponse(
         pod=f"{pod.namespace}/{pod.name}",
@@ -295,7 +297,13 @@ def schedule_msg(decision: Decision) -> pb.ScheduleResponse:
                 score=v.score,
                 policy=v.policy,
                 error="" if v.crash is None else str(v.crash),
+                scores=[
+                    pb.PluginScore(plugin=s.plugin, score=s.score, weight=s.weight) for s in v.plugin_scores
+                ],
             )
             for v in decision.nodes
         ],
+        profile=profile.name,
+        filter_plugins=[m.name for m in profile.filters],
+        score_plugins=[pb.ScorePlugin(plugin=m.name, weight=w) for m, w in profile.scores],
     )

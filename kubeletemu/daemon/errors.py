@@ -13,6 +13,7 @@ import grpc
 
 from kubeletemu.config import ConfigError
 from kubeletemu.emulator import EmulatorError, PodExistsError, PodNotFoundError
+from kubeletemu.input_limits import clip_message
 from kubeletemu.manifest import ManifestError
 from kubeletemu.topologymanager import PolicyOptionsError, TopologyManagerError
 
@@ -41,13 +42,20 @@ def status_for(err: BaseException) -> grpc.StatusCode | None:
 
 @contextlib.asynccontextmanager
 async def engine_errors(context: grpc.aio.ServicerContext) -> AsyncIterator[None]:
-    """Abort the call with the status of an engine error raised in the block; other errors propagate."""
+    """Abort the call with the status of an engine error raised in the block; other errors propagate.
+
+    Input nested deeper than a reader recurses (a manifest, a spec, an annotation's JSON) is the client's
+    error too. Messages echo at most a clipped part of the input; the whole is capped as a last resort,
+    since a status over gRPC's 16 KiB metadata limit reaches the client as ``RESOURCE_EXHAUSTED``."""
     try:
         yield
+    except RecursionError:
+        await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the input is nested too deeply to be read")
+        raise
     except Exception as err:
         code = status_for(err)
         if code is not None:
-            await context.abort(code, str(err))
+            await context.abort(code, clip_message(str(err)))
         raise
 
 

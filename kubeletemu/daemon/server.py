@@ -34,21 +34,24 @@ from grpc_reflection.v1alpha import reflection
 
 import hostprobe
 from hostprobe.sample import write_sample_tree
-from kubeletemu._proto.kubeletemu.v1 import admission_pb2, admission_pb2_grpc
+from kubeletemu._proto.kubeletemu.v1 import admission_pb2
 from kubeletemu._proto.podresources.v1 import api_pb2 as podresources_v1
 from kubeletemu._proto.podresources.v1 import api_pb2_grpc as podresources_v1_grpc
 from kubeletemu.checkpointmanager import CheckpointWriter, remove_stale_temporaries
 from kubeletemu.config import Config, load_config
 from kubeletemu.config.errors import ConfigError
 from kubeletemu.config.loader import check_feature_gates
+from kubeletemu.cpumanager.errors import PolicyOptionsError as CPUPolicyOptionsError
 from kubeletemu.daemon import sdnotify
 from kubeletemu.daemon.admission_servicer import AdmissionServicer
+from kubeletemu.daemon.decoding import add_unary_service
 from kubeletemu.daemon.logging import get_logger
 from kubeletemu.daemon.metrics import KubeletMetrics, MetricsServer, start_metrics_server
 from kubeletemu.daemon.saved_state import OpenedState, open_state
 from kubeletemu.daemon.sockets import OwnedSocket, SocketInUseError, bind, claim
 from kubeletemu.daemon.startup_metrics import StartupMetrics
 from kubeletemu.daemon.state_disk import StateDisk
+from kubeletemu.daemon.state_guard import StateDirGuard
 from kubeletemu.daemon.state_lock import StateDirInUseError, StateDirLock
 from kubeletemu.daemon.state_metrics import StateMetrics
 from kubeletemu.emulator import NodeEmulator
@@ -57,6 +60,7 @@ from kubeletemu.podresources.server import PodResourcesServer
 from kubeletemu.shadow import KubeletPaths, ShadowError, ShadowMetrics, ShadowRunner, SourceUnreadableError
 from kubeletemu.shadow.access import socket_problem
 from kubeletemu.shadow.sources import WHAT_SOCKET
+from kubeletemu.topologymanager.policy_options import PolicyOptionsError as TopologyPolicyOptionsError
 
 log = get_logger("kubeletemu.daemon")
 
@@ -264,7 +268,7 @@ class Daemon:
             return
         self.state_lock = StateDirLock(rt.state_dir)
         try:
-            self.state_lock.acquire(f"pid {os.getpid()}, serving {rt.socket}")
+            self.state_lock.acquire(self._lock_holder())
         except StateDirInUseError as err:
             self.state_lock = None
             raise StartupConflictError(str(err)) from None
@@ -274,11 +278,21 @@ class Daemon:
             log.info("removed interrupted writes", files=[str(p) for p in stale])
         try:
             self._opened = open_state(config, self.machine, rt.state_dir)
+        except (TopologyPolicyOptionsError, CPUPolicyOptionsError) as err:
+            # The managers refuse their options while the kubelet starts: the configuration's fault.
+            topology = isinstance(err, TopologyPolicyOptionsError)
+            field = "topologyManagerPolicyOptions" if topology else "cpuManagerPolicyOptions"
+            origin = config.origins.get("KubeletConfiguration", "<defaults>")
+            version = config.emulator.kubelet_version
+            raise StartupError(f"{origin}: {field}: {err} (kubeletVersion {version})") from None
         except Exception as err:
             raise StartupError(f"cannot start with the saved state in {rt.state_dir}: {err}") from None
         self.emulator = self._opened.emulator
         self.metrics.observe_node(self.emulator)  # restored pods show in the gauges from the first scrape
         self._report_repairs(self.emulator)
+
+    def _lock_holder(self) -> str:
+        return f"pid {os.getpid()}, serving {self.runtime.socket}"
 
     def _report_repairs(self, emulator: NodeEmulator) -> None:
         """Every pod the saved state did not give back as saved: a log line with the reason, and a count."""
@@ -351,7 +365,7 @@ class Daemon:
             ]
         )
         shadow = self.shadow
-        admission_pb2_grpc.add_AdmissionServicer_to_server(
+        add_unary_service(
             AdmissionServicer(
                 lambda: self.emulator,
                 self.lock,
@@ -359,6 +373,7 @@ class Daemon:
                 shadow_report=None if shadow is None else (lambda: shadow.report),
                 state_disk=self.state_disk,
             ),
+            admission_pb2.DESCRIPTOR.services_by_name["Admission"],
             server,
         )
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
@@ -413,7 +428,9 @@ class Daemon:
         now (a new checkpoint, a start-up repair); if that fails, the daemon starts degraded, the node as
         restored in memory."""
         rt = self.runtime
-        self.writer = CheckpointWriter()
+        assert self.state_lock is not None
+        guard = StateDirGuard(self.state_lock, self._lock_holder())
+        self.writer = CheckpointWriter(verify=guard.problem)
         self.state_disk = StateDisk(
             rt.state_dir,
             self.writer,
@@ -423,6 +440,7 @@ class Daemon:
             on_change=self._state_disk_changed,
             observe=self.metrics.observe_node,
             on_fatal=self._stop.set,
+            guard=guard,
         )
         written = await self.state_disk.open(opened.files, opened.removed)
         if written:

@@ -14,10 +14,20 @@ every undo at once, in the right order, and exactly what a restart on those file
 writer refuses every batch after a failed pass until ``sync`` has put those files back on disk, and that
 is only asked for after the undo, so nothing decided on an undone call is ever written.
 
-While the directory cannot be written the daemon is degraded: every read is served, Admit and RemovePod
-are refused up front, the admission service's health is NOT_SERVING. Each later write attempt, and a
-periodic check, first asks the writer to bring the files back to the node's state (a probe write in each
-directory, then every file that differs); once that succeeds, writes resume without a restart.
+Degraded mode is for the disk, not for one call. A write the disk refused (full, read-only, I/O error,
+over quota: ``DISK_ERRNOS``) makes the daemon degraded: every read is served, Admit and RemovePod are
+refused up front, the admission service's health is NOT_SERVING. Any other failure belongs to the call (a
+path that cannot name a file, a file someone made immutable) or to a state directory that went away: the
+call is undone and refused all the same, and the files are brought back at once; only if that fails too
+is the daemon degraded. Each later write attempt, and a periodic check, first asks the writer to bring the
+files back to the node's state (a probe write in each directory, then every file that differs); once that
+succeeds, writes resume without a restart.
+
+The state directory removed or replaced while the daemon runs (:mod:`kubeletemu.daemon.state_guard`) is
+found at the next Admit or RemovePod, after a writer pass, or by the periodic check: the directory is made
+again, locked again, and the whole node is written into it from memory (files the writer does not know,
+pod files of a restored backup, are removed) before any call is acknowledged; logged, and counted in
+``kubeletemu_state_directory_rebuilds_total``. If that cannot be done, the daemon is degraded.
 
 Everything here runs on the event loop under the daemon's lock, which every call that changes or reads
 the node takes, so an undo is never seen half done.
@@ -29,8 +39,9 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
-from kubeletemu.checkpointmanager import CheckpointWriter
+from kubeletemu.checkpointmanager import DISK_ERRNOS, CheckpointWriter
 from kubeletemu.daemon.logging import get_logger
+from kubeletemu.daemon.state_guard import StateDirGuard
 from kubeletemu.daemon.state_metrics import REFUSED, UNDONE, StateMetrics
 from kubeletemu.emulator import NodeEmulator
 
@@ -50,6 +61,11 @@ def not_writable_message(state_dir: str, err: BaseException) -> str:
     )
 
 
+def is_disk_error(err: BaseException) -> bool:
+    """A failure of the disk (whatever file was written), not of one call's path."""
+    return isinstance(err, OSError) and err.errno in DISK_ERRNOS
+
+
 def describe(err: BaseException) -> str:
     """An OS error as the writer words it (the file and the reason); anything else with its type."""
     return str(err) if isinstance(err, OSError) else f"{type(err).__name__}: {err}"
@@ -67,8 +83,11 @@ class StateDisk:
         on_change: Callable[[str | None], Awaitable[None]],
         observe: Callable[[NodeEmulator], None],
         on_fatal: Callable[[], None],
+        guard: StateDirGuard | None = None,
     ) -> None:
         self.state_dir = state_dir
+        # Whether the state directory is still the one the daemon locked and wrote (None: not watched).
+        self.guard = guard
         self.writer = writer
         self.emulator = emulator
         self.lock = lock
@@ -90,6 +109,7 @@ class StateDisk:
         except Exception as err:
             await self._set_problem(not_writable_message(self.state_dir, err))
             return []
+        self._remember()
         await self._set_problem(None)
         return written
 
@@ -102,8 +122,11 @@ class StateDisk:
         return self.problem
 
     async def writable(self) -> bool:
-        """Under the daemon's lock: whether writes are accepted now, trying to resume them if not."""
-        return self.writer.failure is None or await self._recover()
+        """Under the daemon's lock: whether writes are accepted now, trying to resume them if not (a state
+        directory found removed or replaced is rebuilt first)."""
+        if self.writer.failure is None and (self.guard is None or self.guard.problem() is None):
+            return True
+        return await self._recover()
 
     async def undo(self, err: BaseException) -> str:
         """A call's files could not be written: undo it (and every call decided after the last pass that
@@ -112,7 +135,11 @@ class StateDisk:
             self._undo_in_memory()
             failure = self.writer.failure
             if failure is not None and self.problem is None:  # not when writes resumed meanwhile
-                await self._set_problem(not_writable_message(self.state_dir, failure))
+                if is_disk_error(failure):
+                    await self._set_problem(not_writable_message(self.state_dir, failure))
+                elif await self._recover():
+                    # The call's own path, or a directory that went away and is back: nothing degraded.
+                    log.warning("call undone, the state directory takes writes", error=describe(failure))
         self.metrics.write_refusals.labels(UNDONE).inc()
         return f"{STATE_NOT_SAVED}: {describe(err)}"
 
@@ -120,16 +147,27 @@ class StateDisk:
         """While degraded, check every ``period`` seconds whether writes can resume."""
         while True:
             await asyncio.sleep(period)
-            if self.writer.failure is not None:
+            if not self._healthy():
                 async with self.lock:
-                    if self.writer.failure is not None:
+                    if not self._healthy():
                         await self._recover()
+
+    def _healthy(self) -> bool:
+        return self.writer.failure is None and (self.guard is None or self.guard.problem() is None)
 
     async def _recover(self) -> bool:
         # The files are brought back to the node in memory: first make that the last durable state.
         self._undo_in_memory()
+        strays: set[Path] = set()
         try:
-            written = await asyncio.wrap_future(self.writer.sync())
+            why = self.guard.problem() if self.guard is not None else None
+            if self.guard is not None and why is not None:
+                log.warning("state directory removed or replaced: rebuilding it from memory", reason=why)
+                self.metrics.rebuilds.inc()
+                self.guard.retake()
+                strays = self._strays()
+            written = await asyncio.wrap_future(self.writer.sync(unverified=strays))
+            self._remember()
         except Exception as err:
             await self._set_problem(not_writable_message(self.state_dir, err))
             return False
@@ -137,6 +175,17 @@ class StateDisk:
             log.info("files brought back to the node's state", files=[str(p) for p in written])
         await self._set_problem(None)
         return True
+
+    def _strays(self) -> set[Path]:
+        """Pod files in a replaced directory that the node does not have (a restored backup's): removed,
+        or a restart would bring their pods back."""
+        known = set(self.writer.committed())
+        return {path for path in self.emulator().registry.files() if path not in known}
+
+    def _remember(self) -> None:
+        if self.guard is not None:
+            registry = self.emulator().registry.directory
+            self.guard.remember(self.writer.committed(), [] if registry is None else [registry])
 
     def _undo_in_memory(self) -> None:
         failed = self.writer.failed_passes

@@ -73,6 +73,36 @@ class StateDirLock:
             except FileNotFoundError:
                 raise err from None
 
+    def lost(self) -> str | None:
+        """Why the lock no longer guards the state directory, None while it does: the lock file at the path
+        is gone, or is another file than the one this daemon locked (the directory was removed, or
+        replaced by another). Two ``stat`` calls, no write."""
+        if self._fd is None:
+            return None
+        held = os.fstat(self._fd)
+        try:
+            now = os.stat(self.path)
+        except FileNotFoundError:
+            return f"the lock file {self.path} is gone (was {self.state_dir} removed?)"
+        except OSError as err:
+            return f"cannot check the lock file {self.path}: {err.strerror}"
+        if (now.st_dev, now.st_ino) != (held.st_dev, held.st_ino):
+            return f"the lock file {self.path} was replaced (is {self.state_dir} another directory now?)"
+        return None
+
+    def retake(self, holder: str) -> None:
+        """Lock the directory again after :meth:`lost`: make it if it is gone, lock its lock file (a new
+        one), then let the old one go. Raises :class:`StateDirInUseError` if another process locked the new
+        file first, as :meth:`acquire` does; the old lock is kept then."""
+        previous, self._fd = self._fd, None
+        try:
+            self.acquire(holder)
+        except BaseException:
+            self._fd = previous
+            raise
+        if previous is not None:
+            os.close(previous)
+
     def holder(self) -> str:
         """What the lock file says about its holder ("" when unreadable or empty)."""
         try:

@@ -30,3 +30,9 @@ class StateMetrics:
             registry=registry,
         )
         self.writable.set(1)
+        self.rebuilds = Counter(
+            "kubeletemu_state_directory_rebuilds",
+            "Times the state directory was found removed or replaced while the daemon ran, and was made "
+            "again, locked again and written whole from memory.",
+            registry=registry,
+        )

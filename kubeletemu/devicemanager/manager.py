@@ -356,6 +356,9 @@ class DeviceManager:
             cp = unmarshal(source.read_bytes())
         except OSError as err:
             raise DeviceCheckpointError(f"cannot read device manager checkpoint {source}: {err}") from None
+        except DeviceCheckpointError as err:
+            # Named like the CPU and Memory Managers' refusals: which file, then why.
+            raise DeviceCheckpointError(f"{source}: {err}") from None
         self.restore_checkpoint(cp)
 
     def restore_allocations(self, blob: bytes | None, admitted: Iterable[str]) -> None:

@@ -234,3 +234,63 @@ def test_fuzzed_text_is_answered_ok_or_invalid(make_daemon: MakeDaemon) -> None:
         node.try_source(pb.PodSource(manifest=text.replace("{name}", next(names))), None)
 
     check()
+
+
+# Each identifier the API server (or, for the UID, the emulator's state directory) bounds: where it goes in
+# a manifest, the longest valid value of a given length, and the field an over-long one is refused on.
+def _at(path: list[str | int]) -> Callable[[dict[str, Any], str], None]:
+    return lambda pod, value: _set(pod, path, value)
+
+
+def _label(kind: str) -> Callable[[dict[str, Any], str], None]:
+    def put(pod: dict[str, Any], value: str) -> None:
+        key, item = (value, "v") if kind == "key" else ("app", value)
+        pod["metadata"]["labels"] = {key: item}
+
+    return put
+
+
+def _annotation(pod: dict[str, Any], value: str) -> None:
+    pod["metadata"]["annotations"] = {"a": value}
+
+
+LIMITS: dict[str, tuple[int, Callable[[int], str], Callable[[dict[str, Any], str], None], str]] = {
+    "name": (253, lambda n: "a" * n, _at(["metadata", "name"]), "metadata.name"),
+    "namespace": (63, lambda n: "b" * n, _at(["metadata", "namespace"]), "metadata.namespace"),
+    "uid": (128, lambda n: "\u00e9" * n, _at(["metadata", "uid"]), "metadata.uid"),
+    "container": (63, lambda n: "c" * n, _at(["spec", "containers", 0, "name"]), "spec.containers[0].name"),
+    "label key": (63, lambda n: "k" * n, _label("key"), "metadata.labels"),
+    "label value": (63, lambda n: "v" * n, _label("value"), "metadata.labels"),
+    "annotations": (256 * 1024 - 1, lambda n: "x" * n, _annotation, "metadata.annotations"),
+}
+
+
+def test_identifiers_at_and_past_each_limit(make_daemon: MakeDaemon) -> None:
+    """At its limit an identifier is accepted (OK, admitted or not, and the admitted pod's files written);
+    one past it or far past it, ``INVALID_ARGUMENT`` naming the field in a short message; every time, the
+    node stays writable (each valid pod is admitted and removed again)."""
+    node = _node(make_daemon)
+    names = (f"l{n}" for n in itertools.count())
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(
+        which=st.sampled_from(sorted(LIMITS)),
+        over=st.sampled_from([-1, 0, 1, 2, 1000]),
+        form=st.sampled_from(["yaml", "json"]),
+    )
+    def check(which: str, over: int, form: str) -> None:
+        limit, value_of, put, field = LIMITS[which]
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": next(names), "namespace": "default"},
+            "spec": {"containers": [{"name": "c", "resources": {"limits": {"cpu": "1", "memory": "64Mi"}}}]},
+        }
+        put(pod, value_of(limit + over))
+        valid = over <= 0
+        node.try_source(sources(pod, form), None if valid else field, valid=valid)
+        if not valid:
+            details = node.answer("Admit", pb.AdmitRequest(pod=sources(pod, form)))[1]
+            assert isinstance(details, str) and len(details) < 600, len(details)
+
+    check()

@@ -9,6 +9,7 @@ the struct, written out by hand below), not with the code under test.
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from kubeletemu.emulator import NodeEmulator
 from kubeletemu.machine import Machine
 from kubeletemu.manifest import parse_pods
 from kubeletemu.memorymanager.errors import MemoryManagerError
+from kubeletemu.registry import REGISTRY_DIR
 from kubeletemu.versions.behaviours import behaviours, step_at
 from tests.nodes import probe_machine, static_managers
 from tests.versions.helpers import pod_manifest, versioned_config
@@ -322,6 +324,9 @@ def test_memory_136_with_the_gate_checksums_pod_entries(machine: Machine, tmp_pa
 def test_memory_135_refuses_a_136_gate_on_file(machine: Machine, tmp_path: Path) -> None:
     admit(node(machine, tmp_path, "1.36", GATE_ON), PLAIN_POD)
     (tmp_path / CPU_FILE).unlink()  # the CPU Manager's V3 would be refused first
+    # Without its pod's file too: a pod holding CPUs the (now missing) CPU checkpoint recorded stops the
+    # start-up before any manager reads its file (missing_checkpoints).
+    shutil.rmtree(tmp_path / REGISTRY_DIR)
     with pytest.raises(MemoryManagerError) as caught:
         node(machine, tmp_path, "1.35")
     assert str(caught.value) == (

@@ -609,27 +609,53 @@ class ScheduleRequest(_message.Message):
     def __init__(self, pod: _Optional[_Union[PodSource, _Mapping]] = ..., objects: _Optional[str] = ..., scheduler_config: _Optional[str] = ..., profile: _Optional[str] = ..., flavour: _Optional[str] = ...) -> None: ...
 
 class NodeVerdict(_message.Message):
-    __slots__ = ("name", "fits", "reason", "score", "policy", "error")
+    __slots__ = ("name", "fits", "reason", "score", "policy", "error", "scores")
     NAME_FIELD_NUMBER: _ClassVar[int]
     FITS_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     SCORE_FIELD_NUMBER: _ClassVar[int]
     POLICY_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
+    SCORES_FIELD_NUMBER: _ClassVar[int]
     name: str
     fits: bool
     reason: str
     score: int
     policy: str
     error: str
-    def __init__(self, name: _Optional[str] = ..., fits: _Optional[bool] = ..., reason: _Optional[str] = ..., score: _Optional[int] = ..., policy: _Optional[str] = ..., error: _Optional[str] = ...) -> None: ...
+    scores: _containers.RepeatedCompositeFieldContainer[PluginScore]
+    def __init__(self, name: _Optional[str] = ..., fits: _Optional[bool] = ..., reason: _Optional[str] = ..., score: _Optional[int] = ..., policy: _Optional[str] = ..., error: _Optional[str] = ..., scores: _Optional[_Iterable[_Union[PluginScore, _Mapping]]] = ...) -> None: ...
+
+class PluginScore(_message.Message):
+    __slots__ = ("plugin", "score", "weight")
+    PLUGIN_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    plugin: str
+    score: int
+    weight: int
+    def __init__(self, plugin: _Optional[str] = ..., score: _Optional[int] = ..., weight: _Optional[int] = ...) -> None: ...
+
+class ScorePlugin(_message.Message):
+    __slots__ = ("plugin", "weight")
+    PLUGIN_FIELD_NUMBER: _ClassVar[int]
+    WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    plugin: str
+    weight: int
+    def __init__(self, plugin: _Optional[str] = ..., weight: _Optional[int] = ...) -> None: ...
 
 class ScheduleResponse(_message.Message):
-    __slots__ = ("pod", "nodes", "chosen")
+    __slots__ = ("pod", "nodes", "chosen", "profile", "filter_plugins", "score_plugins")
     POD_FIELD_NUMBER: _ClassVar[int]
     NODES_FIELD_NUMBER: _ClassVar[int]
     CHOSEN_FIELD_NUMBER: _ClassVar[int]
+    PROFILE_FIELD_NUMBER: _ClassVar[int]
+    FILTER_PLUGINS_FIELD_NUMBER: _ClassVar[int]
+    SCORE_PLUGINS_FIELD_NUMBER: _ClassVar[int]
     pod: str
     nodes: _containers.RepeatedCompositeFieldContainer[NodeVerdict]
     chosen: str
-    def __init__(self, pod: _Optional[str] = ..., nodes: _Optional[_Iterable[_Union[NodeVerdict, _Mapping]]] = ..., chosen: _Optional[str] = ...) -> None: ...
+    profile: str
+    filter_plugins: _containers.RepeatedScalarFieldContainer[str]
+    score_plugins: _containers.RepeatedCompositeFieldContainer[ScorePlugin]
+    def __init__(self, pod: _Optional[str] = ..., nodes: _Optional[_Iterable[_Union[NodeVerdict, _Mapping]]] = ..., chosen: _Optional[str] = ..., profile: _Optional[str] = ..., filter_plugins: _Optional[_Iterable[str]] = ..., score_plugins: _Optional[_Iterable[_Union[ScorePlugin, _Mapping]]] = ...) -> None: ...
