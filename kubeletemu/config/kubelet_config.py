@@ -82,6 +82,9 @@ class KubeletConfiguration:
     topology_manager_policy: str = "none"
     topology_manager_scope: str = "container"
     topology_manager_policy_options: Mapping[str, str] = field(default_factory=lambda: _frozen({}))
+    # Whether the file sets the options, even to ``{}`` (a non-nil map to the kubelet): with the
+    # TopologyManagerPolicyOptions gate off that alone stops it (``loader.check_feature_gates``).
+    topology_manager_policy_options_given: bool = False
     cpu_manager_policy: str = "none"
     cpu_manager_policy_options: Mapping[str, str] = field(default_factory=lambda: _frozen({}))
     reserved_system_cpus: CPUSet = field(default_factory=CPUSet)
@@ -153,6 +156,7 @@ def parse_kubelet_configuration(doc: Mapping[str, Any], where: Where) -> Kubelet
         topology_manager_policy_options=_frozen(
             fields.string_map(where, "topologyManagerPolicyOptions", doc.get("topologyManagerPolicyOptions"))
         ),
+        topology_manager_policy_options_given=doc.get("topologyManagerPolicyOptions") is not None,
         cpu_manager_policy=cpu_policy,
         cpu_manager_policy_options=_frozen(
             fields.string_map(where, "cpuManagerPolicyOptions", doc.get("cpuManagerPolicyOptions"))

@@ -16,7 +16,8 @@ from kubeletemu.config.emulator_config import EmulatorConfiguration, parse_emula
 from kubeletemu.config.errors import ConfigError
 from kubeletemu.config.fields import Where, YAMLSyntaxError, yaml_documents
 from kubeletemu.config.kubelet_config import KubeletConfiguration, parse_kubelet_configuration
-from kubeletemu.versions.gates import FeatureGateError, validate_feature_gates
+from kubeletemu.topologymanager.policy_options import PolicyOptionsError, check_options_gate
+from kubeletemu.versions.gates import FeatureGateError, effective_gates, validate_feature_gates
 
 _KINDS: dict[str, tuple[str, Callable[[Mapping[str, Any], Where], Any]]] = {
     kubelet_config.KIND: (kubelet_config.API_VERSION, parse_kubelet_configuration),
@@ -100,11 +101,23 @@ def _build(documents: list[tuple[Where, Any]], kubelet_version: str | None = Non
 
 def check_feature_gates(config: Config, version: str | None = None) -> None:
     """Refuse ``featureGates`` as the kubelet of ``kubeletVersion`` (or ``version``) does at start-up:
-    an unknown gate, a locked gate set to the other value, an unmet dependency (1.35+). The problem is the
-    kubelet's own text (k8s.io/component-base ``featuregate.SetFromMap``)."""
+    an unknown gate, a locked gate set to the other value, an unmet dependency (1.35+)
+    (k8s.io/component-base ``featuregate.SetFromMap``); then what depends on the gates before the
+    managers are built: ``topologyManagerPolicyOptions`` given while ``TopologyManagerPolicyOptions`` is
+    off (``cmd/kubelet/app/server.go`` ``run``, reachable 1.33 … 1.35). The problem is the kubelet's own
+    text."""
     version = version or config.emulator.kubelet_version
+    where = Where(config.origins.get(kubelet_config.KIND, "<defaults>"))
+    kubelet = config.kubelet
     try:
-        validate_feature_gates(version, config.kubelet.feature_gates)
+        validate_feature_gates(version, kubelet.feature_gates)
     except FeatureGateError as err:
-        where = Where(config.origins.get(kubelet_config.KIND, "<defaults>"))
         raise where.error("featureGates", f"{err} (kubeletVersion {version})") from None
+    # Options put in after parsing (a simulation's matrix) count as given when there are any.
+    given = kubelet.topology_manager_policy_options_given or bool(kubelet.topology_manager_policy_options)
+    try:
+        check_options_gate(
+            given, kubelet.topology_manager_policy_options, effective_gates(version, kubelet.feature_gates)
+        )
+    except PolicyOptionsError as err:
+        raise where.error("topologyManagerPolicyOptions", f"{err} (kubeletVersion {version})") from None

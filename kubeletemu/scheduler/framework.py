@@ -14,6 +14,7 @@ from typing import Protocol, TypeVar
 
 from kubeletemu.pod import Pod
 from kubeletemu.scheduler.objects import Device, Node, NodeResourceTopology
+from kubeletemu.scheduler.pod_phase import is_pod_terminated, scheduler_visible
 from kubeletemu.scheduler.reservation_object import Reservation
 
 T = TypeVar("T")
@@ -41,7 +42,10 @@ ERROR = "Error"
 class NodeInfo:
     """A node as the scheduler's cache holds it: its Node object (None when only an NRT names it), its
     latest NodeResourceTopology (None when it has none), the pods bound to it and Koordinator's ``Device``
-    object of the node (None when it has none)."""
+    object of the node (None when it has none).
+
+    Terminated pods given in ``pods`` are dropped: the scheduler's pod informer never lists them, so no
+    model counts them (:mod:`kubeletemu.scheduler.pod_phase`)."""
 
     name: str
     node: Node | None = None
@@ -50,6 +54,10 @@ class NodeInfo:
     device: Device | None = None
     # Koordinator Reservations scheduled on the node (status.nodeName), in input order.
     reservations: tuple[Reservation, ...] = ()
+
+    def __post_init__(self) -> None:
+        if any(is_pod_terminated(pod) for pod in self.pods):
+            object.__setattr__(self, "pods", scheduler_visible(self.pods))
 
 
 @dataclass(frozen=True)
@@ -97,10 +105,22 @@ SCORE = "score"
 
 
 @dataclass(frozen=True)
+class PluginScore:
+    """One score plugin's own score of a node and its weight in the profile; the total adds up
+    ``score * weight`` (``framework.PluginScore`` holds the weighted product, RunScorePlugins)."""
+
+    plugin: str
+    score: int
+    weight: int
+
+
+@dataclass(frozen=True)
 class NodeVerdict:
     """One node's answer: the filter status, the score (None when filtered out or crashed), the policy
-    the model used for the node, and where the plugin would have panicked (``crash_at`` "filter" or
-    "score"): a Score panic keeps the Filter verdict and has no score, a Filter panic has neither."""
+    the model applied to the pod on the node, and where the plugin would have panicked (``crash_at``
+    "filter" or "score"): a Score panic keeps the Filter verdict and has no score, a Filter panic has
+    neither.
+    ``plugin_scores`` are the scores that went into ``score``, in the profile's order."""
 
     name: str
     status: Status
@@ -108,6 +128,7 @@ class NodeVerdict:
     policy: str = ""
     crash: Crash | None = None
     crash_at: str = ""
+    plugin_scores: tuple[PluginScore, ...] = ()
 
     @property
     def fits(self) -> bool | None:
@@ -132,8 +153,9 @@ class Model(Protocol):
         """Only called for nodes that passed ``filter``; may raise :class:`PluginPanic`."""
         ...
 
-    def policy(self, node: NodeInfo) -> str:
-        """The Topology Manager policy the model reads for the node (for reports)."""
+    def policy(self, pod: Pod, node: NodeInfo) -> str:
+        """The NUMA policy the model applies to this pod on this node (for reports): the node's, or
+        what the model makes of it with the pod's own (Koordinator's pod-level policy)."""
         ...
 
 

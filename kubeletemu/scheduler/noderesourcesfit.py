@@ -173,7 +173,7 @@ class NodeResourcesFit:
     def __init__(self, args: NodeResourcesFitArgs | None = None) -> None:
         self.args = args or NodeResourcesFitArgs()
 
-    def policy(self, node: NodeInfo) -> str:
+    def policy(self, pod: Pod, node: NodeInfo) -> str:
         return ""  # NUMA-blind
 
     def filter(self, pod: Pod, node: NodeInfo) -> Status:
@@ -253,7 +253,7 @@ class NodeResourcesBalancedAllocation:
     ) -> None:
         self.resources = resources
 
-    def policy(self, node: NodeInfo) -> str:
+    def policy(self, pod: Pod, node: NodeInfo) -> str:
         return ""
 
     def filter(self, pod: Pod, node: NodeInfo) -> Status:

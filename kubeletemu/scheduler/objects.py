@@ -219,7 +219,8 @@ class Cluster:
             self.nodes[obj.name] = obj
 
     def pods_on(self, node: str) -> list[Pod]:
-        """Pods bound to ``node`` (``spec.nodeName``), as the scheduler's cache holds them."""
+        """Pods bound to ``node`` (``spec.nodeName``), terminated ones included (``NodeInfo`` drops them,
+        as the scheduler's cache does)."""
         return [p for p in self.pods if p.node_name == node]
 
     def reservations_on(self, node: str) -> list[Reservation]:

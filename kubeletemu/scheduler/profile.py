@@ -31,6 +31,7 @@ from kubeletemu.scheduler.framework import (
     NodeInfo,
     NodeVerdict,
     PluginPanic,
+    PluginScore,
     Status,
 )
 from kubeletemu.scheduler.noderesourcesfit import (
@@ -304,9 +305,10 @@ def node_infos(cluster: Cluster) -> list[NodeInfo]:
     ]
 
 
-def _policy(profile: Profile, node: NodeInfo) -> str:
+def _policy(profile: Profile, pod: Pod, node: NodeInfo) -> str:
+    """The policy the first NUMA-aware model of the profile applies to the pod on the node."""
     for model in profile.models:
-        policy = model.policy(node)
+        policy = model.policy(pod, node)
         if policy:
             return policy
     return ""
@@ -315,7 +317,7 @@ def _policy(profile: Profile, node: NodeInfo) -> str:
 def evaluate(pod: Pod, node: NodeInfo, profile: Profile) -> NodeVerdict:
     """Filters in order (the first failure decides), then the weighted sum of the scores."""
     try:
-        policy = _policy(profile, node)
+        policy = _policy(profile, pod, node)
     except PluginPanic:
         policy = ""
     status = Status()
@@ -326,13 +328,14 @@ def evaluate(pod: Pod, node: NodeInfo, profile: Profile) -> NodeVerdict:
             return NodeVerdict(node.name, Status(), None, policy, panic.crash, FILTER)
         if not status.ok:
             return NodeVerdict(node.name, status, None, policy)
-    total = 0
+    scores = []
     for model, weight in profile.scores:
         try:
-            total += weight * model.score(pod, node)
+            scores.append(PluginScore(model.name, model.score(pod, node), weight))
         except PluginPanic as panic:
             return NodeVerdict(node.name, status, None, policy, panic.crash, SCORE)
-    return NodeVerdict(node.name, status, total, policy)
+    total = sum(s.score * s.weight for s in scores)
+    return NodeVerdict(node.name, status, total, policy, plugin_scores=tuple(scores))
 
 
 def schedule(pod: Pod, nodes: Sequence[NodeInfo], profile: Profile) -> Decision:

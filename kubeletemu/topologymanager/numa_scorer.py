@@ -331,6 +331,13 @@ class AllocationStrategyTieBreaker(_Recorder):
 NUMATieBreaker = PreferMostAllocatedTieBreaker | AllocationStrategyTieBreaker
 
 
+def wants_tie_breaker(policy_name: str, options: PolicyOptions) -> bool:
+    """Whether :func:`new_tie_breaker` would return one (so its signals need not be gathered otherwise)."""
+    return (
+        options.prefer_most_allocated_numa_node and policy_name == _SINGLE_NUMA_NODE
+    ) or options.numa_allocation_strategy is not NUMAAllocationStrategy.NONE
+
+
 def new_tie_breaker(
     policy_name: str,
     options: PolicyOptions,

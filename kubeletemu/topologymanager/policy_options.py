@@ -3,8 +3,12 @@
 Each option has a maturity level; alpha options need the ``TopologyManagerPolicyAlphaOptions`` gate (off by
 default), beta options ``TopologyManagerPolicyBetaOptions`` (on by default). The levels follow the emulated
 kubelet version (:func:`option_levels`, from ``kubeletemu.versions.policy_options``:
-``max-allowable-numa-nodes`` is beta before 1.35). The lower-case error strings are the kubelet's since
-v1.33, the oldest version emulated.
+``max-allowable-numa-nodes`` is beta before 1.35); the KEP-6007 options exist at ``master`` only (behaviour
+``topologymanager.kep6007-options``): 1.33 … 1.36 know neither draft and refuse them as unknown. The
+lower-case error strings are the kubelet's since v1.33, the oldest version emulated.
+
+Before any option is parsed, the kubelet's ``run`` (``cmd/kubelet/app/server.go``, v1.33.13 … v1.36.3) refuses
+options given while the ``TopologyManagerPolicyOptions`` gate is off (:func:`check_options_gate`).
 """
 
 from __future__ import annotations
@@ -14,8 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from kubeletemu.golang import go_atoi, go_parse_bool
+from kubeletemu.golang import go_atoi, go_format_string_map, go_parse_bool, go_quote
 from kubeletemu.versions import policy_options as versioned
+from kubeletemu.versions.behaviours import in_effect
 from kubeletemu.versions.gates import default_gates
 from kubeletemu.versions.version import MASTER
 
@@ -29,6 +34,7 @@ PREFER_MOST_ALLOCATED_NUMA_NODE = "prefer-most-allocated-numa-node"
 NUMA_ALLOCATION_STRATEGY = "numa-allocation-strategy"
 NUMA_SCORE_WEIGHTS = "numa-score-weights"
 
+OPTIONS_GATE = "TopologyManagerPolicyOptions"
 ALPHA_GATE = "TopologyManagerPolicyAlphaOptions"
 BETA_GATE = "TopologyManagerPolicyBetaOptions"
 # Their defaults in master (alpha off, beta on), from the kubelet's versioned feature specs.
@@ -55,6 +61,9 @@ OPTION_LEVELS: dict[str, OptionLevel] = {
     NUMA_ALLOCATION_STRATEGY: OptionLevel.ALPHA,
     NUMA_SCORE_WEIGHTS: OptionLevel.ALPHA,
 }
+# KEP-6007's options (both drafts) and the version-table row saying which kubelets know them.
+KEP_6007_OPTIONS = (PREFER_MOST_ALLOCATED_NUMA_NODE, NUMA_ALLOCATION_STRATEGY, NUMA_SCORE_WEIGHTS)
+KEP_6007_BEHAVIOUR = "topologymanager.kep6007-options"
 _LEVEL_OF_MATURITY: Mapping[str, OptionLevel] = {
     "alpha": OptionLevel.ALPHA,
     "beta": OptionLevel.BETA,
@@ -64,9 +73,12 @@ _LEVEL_OF_MATURITY: Mapping[str, OptionLevel] = {
 
 def option_levels(version: str = MASTER) -> dict[str, OptionLevel]:
     """The maturity table of the kubelet of ``version``: :data:`OPTION_LEVELS` for master, else with the
-    steps of ``kubeletemu.versions.policy_options.TOPOLOGY_MANAGER`` applied (the KEP-6007 options, the
-    emulator's extension, are alpha in every version)."""
+    steps of ``kubeletemu.versions.policy_options.TOPOLOGY_MANAGER`` applied and without the KEP-6007
+    options, which only ``master`` (the emulator's what-if of the KEP's target) knows."""
     levels = dict(OPTION_LEVELS)
+    if not in_effect(KEP_6007_BEHAVIOUR, version):
+        for name in KEP_6007_OPTIONS:
+            del levels[name]
     if version == MASTER:
         return levels
     for name, maturity in versioned.maturity_at(versioned.TOPOLOGY_MANAGER, version).items():
@@ -100,10 +112,12 @@ class PolicyOptions:
         levels: Mapping[str, OptionLevel] | None = None,
         kubelet_version: str = MASTER,
     ) -> PolicyOptions:
-        """``NewPolicyOptions``: availability first, then each option's parser.
+        """``NewPolicyOptions``: availability first, then each option's parser; the first refusal stops.
 
         The maturity table is that of ``kubelet_version`` (:func:`option_levels`); ``levels`` overrides it
-        (the upstream tests register fake options this way).
+        (the upstream tests register fake options this way). Options are checked in the order given: the
+        kubelet ranges over its map in Go's random order, so with two refusable options it may report
+        either; here the first one listed is reported, every time.
         """
         gates = {**DEFAULT_FEATURE_GATES, **(feature_gates or {})}
         table = option_levels(kubelet_version) if levels is None else levels
@@ -174,14 +188,26 @@ def check_policy_option_available(
     gates = {**DEFAULT_FEATURE_GATES, **feature_gates}
     level = (OPTION_LEVELS if levels is None else levels).get(name)
     if level is None:
-        raise PolicyOptionsError(f'unknown Topology Manager Policy option: "{name}"')
+        raise PolicyOptionsError(f"unknown Topology Manager Policy option: {go_quote(name)}")
     if level is OptionLevel.ALPHA and not gates.get(ALPHA_GATE, False):
         raise PolicyOptionsError(
-            f'topology manager policy alpha-level options not enabled, but option "{name}" provided'
+            f"topology manager policy alpha-level options not enabled, but option {go_quote(name)} provided"
         )
     if level is OptionLevel.BETA and not gates.get(BETA_GATE, False):
         raise PolicyOptionsError(
-            f'topology manager policy beta-level options not enabled, but option "{name}" provided'
+            f"topology manager policy beta-level options not enabled, but option {go_quote(name)} provided"
+        )
+
+
+def check_options_gate(given: bool, options: Mapping[str, str], feature_gates: Mapping[str, bool]) -> None:
+    """``run`` in ``cmd/kubelet/app/server.go`` (v1.33.13 … v1.36.3): options given (a non-nil map, so an
+    explicit ``{}`` too) while the ``TopologyManagerPolicyOptions`` gate is off stop the kubelet before
+    its container manager is built, whatever the policy. The gate is GA and on by default, and locked on
+    from 1.36, where turning it off is refused earlier (``featureGates``)."""
+    if given and not feature_gates.get(OPTIONS_GATE, True):
+        raise PolicyOptionsError(
+            f"topology manager policy options {go_format_string_map(options)} require feature gates "
+            f"{go_quote(OPTIONS_GATE)} enabled"
         )
 
 

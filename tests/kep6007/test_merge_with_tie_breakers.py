@@ -12,6 +12,7 @@ ascending mask order, no mask twice, a nil hint only alone. On two nodes any ord
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -95,6 +96,7 @@ def strategy_cases(
     return draw(st.sampled_from(POLICIES)), info, options, maps, signals, weights, strategy.value
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(strategy_cases())
 def test_strategy_merge_equals_literal_fold(
@@ -123,6 +125,7 @@ def first_draft_cases(
     return info, maps, cpu, memory
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(first_draft_cases())
 def test_prefer_most_allocated_merge_equals_literal_fold(

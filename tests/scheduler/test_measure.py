@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
+
 from kubeletemu.scheduler.catalog import Setup, setups
 from kubeletemu.scheduler.measure import POLICIES, SCOPES, SHAPES, exact_nodes, measure
 from kubeletemu.scheduler.profile import default_profile
 
 
+@pytest.mark.slow
 def test_exact_nodes_cover_every_shape_policy_and_scope() -> None:
     nodes = list(exact_nodes(len(SHAPES) * len(POLICIES) * len(SCOPES), seed=3))
     assert len({n.label for n in nodes}) == len(nodes)
@@ -25,6 +28,7 @@ def test_exact_nodes_cover_every_shape_policy_and_scope() -> None:
         ]
 
 
+@pytest.mark.slow
 def test_the_numa_blind_baseline_only_errs_by_letting_pods_through() -> None:
     """NodeResourcesFit runs the kubelet's own node-fit check, so it never rejects a pod the kubelet would
     admit; what it misses is NUMA alignment (and the managers' own refusals)."""

@@ -16,6 +16,7 @@ from kubeletemu.manifest import parse_pods
 from kubeletemu.quantity import Quantity
 from kubeletemu.scheduler.framework import NodeInfo
 from kubeletemu.scheduler.noderesourcesfit import (
+    BALANCED_NAME,
     NodeResourcesBalancedAllocation,
     NodeResourcesFit,
     NodeResourcesFitArgs,
@@ -272,16 +273,37 @@ def test_schedule_command(tmp_path: Path) -> None:
     (tmp_path / "pod.yaml").write_text(POD)
     out = run_cli("schedule", "-f", "pod.yaml", "--nrt", "cluster.yaml", "-o", "json", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
+    fit, balanced = {"plugin": "NodeResourcesFit", "weight": 1}, {"plugin": BALANCED_NAME, "weight": 1}
     assert json.loads(out.stdout) == {
         "pod": "prod/web",
+        "profile": {"name": "default-scheduler", "filter": ["NodeResourcesFit"], "score": [fit, balanced]},
         "nodes": [
-            {"name": "node-a", "fits": True, "reason": "", "score": 185, "policy": ""},
-            {"name": "node-b", "fits": False, "reason": "Insufficient cpu", "score": None, "policy": ""},
+            {
+                "name": "node-a",
+                "fits": True,
+                "reason": "",
+                "score": 185,
+                "scores": [{**fit, "score": 91}, {**balanced, "score": 94}],
+                "policy": "",
+            },
+            {
+                "name": "node-b",
+                "fits": False,
+                "reason": "Insufficient cpu",
+                "score": None,
+                "scores": [],
+                "policy": "",
+            },
         ],
         "chosen": "node-a",
     }
     table = run_cli("schedule", "-f", "pod.yaml", "--nrt", "cluster.yaml", cwd=tmp_path)
-    assert table.stdout.splitlines()[0] == "prod/web: scheduled on node-a"
+    assert table.stdout.splitlines()[:2] == [
+        "prod/web: scheduled on node-a",
+        "profile default-scheduler: filter NodeResourcesFit; score NodeResourcesFit (weight 1), "
+        f"{BALANCED_NAME} (weight 1)",
+    ]
+    assert table.stdout.splitlines()[4].split()[:4] == ["node-a", "yes", "185", "(91+94)"]
     (tmp_path / "huge.yaml").write_text(POD.replace('cpu: "2"', 'cpu: "64"'))
     none = run_cli("schedule", "-f", "huge.yaml", "--nrt", "cluster.yaml", cwd=tmp_path)
     assert none.returncode == 1 and "no node fits" in none.stdout

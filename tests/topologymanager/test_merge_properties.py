@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -52,6 +53,7 @@ def merge_inputs(draw: st.DrawFn) -> tuple[str, NUMAInfo, PolicyOptions, list[Pr
 SETTINGS = settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(merge_inputs())
 def test_merge_equals_literal_fold(case: tuple[str, NUMAInfo, PolicyOptions, list[ProviderHints]]) -> None:
@@ -72,6 +74,7 @@ def _reordered(maps: list[ProviderHints], rnd: Any) -> list[ProviderHints]:
     return shuffled
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(merge_inputs(), st.randoms(use_true_random=False))
 def test_result_independent_of_provider_resource_and_hint_order(

@@ -23,9 +23,9 @@ from kubeletemu.scheduler.koordinator import extension as ext
 from kubeletemu.scheduler.koordinator.cpu_topology import CPUInfo, CPUTopology
 from kubeletemu.scheduler.koordinator.merge import NUMA_IDLE, NUMA_SHARED, NUMA_SINGLE
 from kubeletemu.scheduler.koordinator.options import NUMANodeResource, TopologyOptions
+from kubeletemu.scheduler.pod_phase import is_pod_terminated
 
 Resources = dict[str, Fraction]
-TERMINATED = ("Succeeded", "Failed")
 
 
 @dataclass(frozen=True)
@@ -169,7 +169,7 @@ def _milli(amount: Fraction) -> int:
 
 def pod_allocation(pod: Pod) -> PodAllocation | None:
     """What ``podEventHandler.updatePod`` records for a bound pod, None when it records nothing."""
-    if pod.phase in TERMINATED:
+    if is_pod_terminated(pod):
         return None
     try:
         status = ext.resource_status(pod.annotations)

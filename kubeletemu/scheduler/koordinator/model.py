@@ -48,7 +48,12 @@ from kubeletemu.scheduler.koordinator.merge import (
     POLICY_SINGLE_NUMA_NODE,
     NUMATopologyHint,
 )
-from kubeletemu.scheduler.koordinator.options import TopologyOptions, topology_options
+from kubeletemu.scheduler.koordinator.options import (
+    PolicyConflict,
+    TopologyOptions,
+    merge_topology_policy,
+    topology_options,
+)
 from kubeletemu.scheduler.koordinator.plugin import (
     FilterResult,
     NodeNUMAResourcePlugin,
@@ -263,11 +268,24 @@ class NodeNUMAResource:
             affinity = admitted.affinity
         return self.device_share.reserve(pod, node, affinity)
 
-    def policy(self, node: NodeInfo) -> str:
-        return self._policy(node_state(node)) or "none"
+    def policy(self, pod: Pod, node: NodeInfo) -> str:
+        """The NUMA topology policy Filter applies to ``pod`` on ``node`` ("none" for none): the node's
+        (``getNUMATopologyPolicy``) merged with the pod's ``scheduling.koordinator.sh/numa-topology-spec``
+        by ``mergeTopologyPolicy`` (``plugin.go`` ``Filter``, ``util.go``), so a pod-level policy wins on a
+        node without one. Where no merge happens the node's policy is reported: a conflict (Filter
+        refuses the node with "node(s) NUMA Topology policy not match") or a PreFilter refusal."""
+        node_policy = self._node_policy(node)
+        state = self.plugin.pre_filter(pod)
+        if isinstance(state, Status):
+            return node_policy or "none"
+        try:
+            return merge_topology_policy(node_policy, state.pod_numa_topology_policy) or "none"
+        except PolicyConflict:
+            return node_policy
 
-    def _policy(self, view: NodeState) -> str:
-        return self.plugin.node_policy(view)
+    def _node_policy(self, node: NodeInfo) -> str:
+        """The node's policy as this model's Filter reads it."""
+        return self.plugin.node_policy(node_state(node))
 
 
 class NodeNUMAResourceDesign(NodeNUMAResource):
@@ -275,7 +293,13 @@ class NodeNUMAResourceDesign(NodeNUMAResource):
 
     name = DESIGN_NAME
 
-    def _policy(self, view: NodeState) -> str:
+    def _node_policy(self, node: NodeInfo) -> str:
+        return self.plugin.node_policy(self._design_view(node))
+
+    def _design_view(self, node: NodeInfo) -> NodeState:
+        return memo(node, "_koord_design_view", lambda: self._view(node_state(node), node))
+
+    def _design_policy(self, view: NodeState) -> str:
         kubelet = view.options.numa_topology_policy
         if kubelet != POLICY_NONE:
             return kubelet
@@ -287,7 +311,7 @@ class NodeNUMAResourceDesign(NodeNUMAResource):
         )
 
     def _cycle(self, pod: Pod, node: NodeInfo) -> tuple[PreFilterState | Status, NodeState, FilterResult]:
-        view = memo(node, "_koord_design_view", lambda: self._view(node_state(node), node))
+        view = self._design_view(node)
         state = self.plugin.pre_filter(pod)
         if isinstance(state, Status):
             return state, view, FilterResult(state)
@@ -306,7 +330,7 @@ class NodeNUMAResourceDesign(NodeNUMAResource):
             )
             view = replace(view, options=replace(view.options, numa_topology_policy=kubelet))
         # The design's precedence, expressed as the label the shipped reader would then see.
-        labels = {**view.labels, ext.LABEL_NUMA_TOPOLOGY_POLICY: self._policy(view)}
+        labels = {**view.labels, ext.LABEL_NUMA_TOPOLOGY_POLICY: self._design_policy(view)}
         return replace(view, labels=labels)
 
     def _filter_plugin(self) -> NodeNUMAResourcePlugin:

@@ -48,6 +48,7 @@ from kubeletemu.scheduler.koordinator.resources import (
     ResourceOptions,
     allocate,
 )
+from kubeletemu.scheduler.pod_phase import is_pod_terminated
 from kubeletemu.scheduler.reservation_object import (
     ALLOCATE_POLICY_ALIGNED,
     ALLOCATE_POLICY_DEFAULT,
@@ -286,7 +287,7 @@ def assigned_owners(reservation: Reservation, pods: Iterable[Pod]) -> list[str]:
             raw = ext._decode(pod.annotations, ANNOTATION_RESERVATION_ALLOCATED, dict)
         except ext.AnnotationError:
             continue
-        if raw and raw.get("uid") == reservation.uid and pod.phase not in ("Succeeded", "Failed"):
+        if raw and raw.get("uid") == reservation.uid and not is_pod_terminated(pod):
             out.append(pod.uid)
     return out
 

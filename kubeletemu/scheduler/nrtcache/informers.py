@@ -25,9 +25,9 @@ from enum import StrEnum
 
 from kubeletemu.pod import Pod
 from kubeletemu.scheduler.objects import NodeResourceTopology
+from kubeletemu.scheduler.pod_phase import is_pod_terminated
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
-TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 
 class InformerMode(StrEnum):
@@ -92,7 +92,7 @@ class PodInformer:
         self._handlers: list[PodHandler] = []
 
     def sees(self, pod: PodObject) -> bool:
-        return self.mode is InformerMode.DEDICATED or pod.pod.phase not in TERMINAL_PHASES
+        return self.mode is InformerMode.DEDICATED or not is_pod_terminated(pod.pod)
 
     def list(self) -> list[PodObject]:
         """``PodLister.List(labels.Everything())``."""

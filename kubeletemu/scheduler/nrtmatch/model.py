@@ -51,7 +51,7 @@ class PassthroughTopology:
 
 class NodeResourceTopologyMatch:
     """The plugin's Filter and Score for one pod on one node; ``policy`` is the node's Topology Manager
-    policy as the plugin reads it from the NRT ("" without one)."""
+    policy as the plugin reads it from the NRT ("" without one), whatever the pod."""
 
     name = NAME
 
@@ -86,7 +86,8 @@ class NodeResourceTopologyMatch:
             return 0
         return score_pod(pod, topology, self.args.scoring_strategy.type, self._weights)
 
-    def policy(self, node: NodeInfo) -> str:
+    def policy(self, pod: Pod, node: NodeInfo) -> str:
+        # The plugin reads the policy from the NRT alone; nothing of the pod changes it.
         if node.topology is None:
             return ""
         return topology_manager_config(node.topology).policy

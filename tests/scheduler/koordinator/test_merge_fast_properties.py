@@ -16,6 +16,7 @@ import math
 import random
 from collections.abc import Mapping, Sequence
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -43,6 +44,8 @@ from kubeletemu.scheduler.koordinator.merge import (
     merge_filtered_hints,
 )
 from kubeletemu.scheduler.koordinator.merge_fast import clear_memo
+
+pytestmark = pytest.mark.slow
 
 MERGE_POLICIES = (POLICY_BEST_EFFORT, POLICY_RESTRICTED, POLICY_SINGLE_NUMA_NODE)
 MAX_PERMUTATIONS = 1500

@@ -88,7 +88,7 @@ def test_koordlet_nrt(nrt: NodeResourceTopology) -> None:
 def test_shipped_single_numa_node(nrt: NodeResourceTopology) -> None:
     model = NodeNUMAResource()
     node = NodeInfo("worker-1", topology=nrt)
-    assert model.policy(node) == "SingleNUMANode"
+    assert model.policy(_pod("1", LSR), node) == "SingleNUMANode"
     # 1 CPU fits either NUMA node; the NUMA scorer (LeastAllocated) prefers NUMA 1 (3 CPUs free).
     assert model.filter(_pod("1", LSR), node).ok
     assert model.score(_pod("1", LSR), node) == 78
@@ -122,8 +122,8 @@ def test_unknown_policy_label_crashes_shipped(nrt: NodeResourceTopology) -> None
 
 def test_label_wins_over_kubelet_in_shipped_code(nrt: NodeResourceTopology) -> None:
     node = _node({POLICY_LABEL: "BestEffort"}, nrt)
-    assert NodeNUMAResource().policy(node) == "BestEffort"
-    assert NodeNUMAResourceDesign().policy(node) == "SingleNUMANode"
+    assert NodeNUMAResource().policy(_pod("4"), node) == "BestEffort"
+    assert NodeNUMAResourceDesign().policy(_pod("4"), node) == "SingleNUMANode"
     # BestEffort admits at Reserve only: 4 CPUs spread over both NUMA nodes (1 + 3 free) pass, 5 do not.
     assert NodeNUMAResource().reserve(_pod("4"), node).ok
     assert NodeNUMAResource().filter(_pod("5"), node).ok

@@ -140,6 +140,7 @@ def test_filter_and_score_match_the_oracle(seed: int) -> None:
         assert _snapshot(topology) == before
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(6))
 def test_least_numa_scores_match_the_oracle(seed: int) -> None:
     rng = random.Random(100 + seed)
@@ -184,6 +185,7 @@ def test_numa_nodes_required_matches_the_oracle(seed: int) -> None:
         ), (topology, request, qos)
 
 
+@pytest.mark.slow
 def test_float32_average_is_the_exact_float32_division() -> None:
     rng = random.Random(7)
     for _ in range(8000):

@@ -40,8 +40,8 @@ def test_passthrough_model() -> None:
     assert model.filter(FITS, NODE).ok
     assert model.score(FITS, NODE) == 94
     assert model.filter(TOO_BIG, NODE).reasons == ("cannot align container",)
-    assert model.policy(NODE) == "single-numa-node"
-    assert model.policy(NodeInfo("bare")) == ""
+    assert model.policy(FITS, NODE) == "single-numa-node"
+    assert model.policy(FITS, NodeInfo("bare")) == ""
 
 
 def test_default_args_score_least_allocated() -> None:

@@ -27,6 +27,7 @@ from kubeletemu.scheduler.koordinator.deviceshare.resourcelist import (
 )
 from kubeletemu.scheduler.koordinator.extension import AnnotationError
 from kubeletemu.scheduler.objects import Device, DeviceInfo
+from kubeletemu.scheduler.pod_phase import is_pod_terminated
 
 DeviceResources = dict[int, ResourceList]
 
@@ -221,17 +222,13 @@ class NodeDevice:
         return out
 
 
-def _terminated(pod: Pod) -> bool:
-    return pod.phase in ("Succeeded", "Failed")
-
-
 def build_node_device(device: Device | None, pods: Iterable[Pod]) -> NodeDevice | None:
     """The node's cache entry from its Device object and bound pods; None when it has neither."""
     used: dict[str, DeviceResources] = {}
     vfs: dict[str, dict[int, set[str]]] = {}
     any_pod = False
     for pod in pods:
-        if _terminated(pod):
+        if is_pod_terminated(pod):
             continue
         try:
             allocations = api.device_allocations(pod.annotations)
