@@ -7,8 +7,9 @@ pointer and distinguishes a nil mask from an empty one; here ``None`` plays the 
 
 from __future__ import annotations
 
+import functools
 import itertools
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 MAX_BITS = 64
 _FULL = (1 << MAX_BITS) - 1
@@ -158,3 +159,38 @@ def iterate_bitmasks(bits: Sequence[int]) -> Iterator[BitMask]:
     for size in range(1, len(bits) + 1):
         for combo in itertools.combinations(bits, size):
             yield BitMask.of(*combo)
+
+
+@functools.cache
+def bitmask_table(bits: tuple[int, ...]) -> tuple[tuple[BitMask, tuple[int, ...]], ...]:
+    """:func:`iterate_bitmasks` of ``bits`` with each mask's set bits (ascending), built once per ``bits``:
+    the hint providers walk the same 2^n − 1 masks for every pod, and the masks are immutable."""
+    return tuple((mask, tuple(mask.bits())) for mask in iterate_bitmasks(bits))
+
+
+@functools.cache
+def _sum_plan(bits: tuple[int, ...]) -> tuple[tuple[int, int], ...] | None:
+    """Per mask of ``bitmask_table(bits)``: the position of the mask without its lowest bit (-1: none)
+    and that bit. None when ``bits`` repeats a bit (then sums are taken mask by mask)."""
+    if len(set(bits)) != len(bits):
+        return None
+    table = bitmask_table(bits)
+    position = {mask.value: index for index, (mask, _) in enumerate(table)}
+    plan = []
+    for mask, _ in table:
+        low = mask.value & -mask.value
+        plan.append((position.get(mask.value ^ low, -1), low.bit_length() - 1))
+    return tuple(plan)
+
+
+def subset_sums(bits: tuple[int, ...], per_bit: Mapping[int, int]) -> list[int]:
+    """``sum(per_bit.get(b, 0) for b in mask_bits)`` for every mask of ``bitmask_table(bits)``, in its
+    order: each sum is a smaller mask's (one bit fewer, enumerated before it) plus one term — the same
+    integers as summing each mask's bits."""
+    plan = _sum_plan(bits)
+    if plan is None:
+        return [sum(per_bit.get(b, 0) for b in mask_bits) for _, mask_bits in bitmask_table(bits)]
+    out = [0] * len(plan)
+    for index, (parent, low) in enumerate(plan):
+        out[index] = (out[parent] if parent >= 0 else 0) + per_bit.get(low, 0)
+    return out

@@ -24,8 +24,15 @@ from kubeletemu.memorymanager.state.state_mem import MemoryState as MemMemorySta
 from kubeletemu.pod import Container, Pod
 from kubeletemu.topologymanager import ProviderHints, TopologyHint
 from kubeletemu.topologymanager.numa_scorer import TieBreakDecision
-from kubeletemu.topologymanager.policy_options import DEFAULT_MAX_ALLOWABLE_NUMA_NODES
+from kubeletemu.topologymanager.policy_options import DEFAULT_MAX_ALLOWABLE_NUMA_NODES, check_options_gate
 from kubeletemu.versions.gates import effective_gates
+
+
+class _Same:
+    """Marks an argument left as it is."""
+
+
+SAME = _Same()
 
 PROVIDER_DEVICES = "devicemanager"
 PROVIDER_CPU = "cpumanager"
@@ -122,6 +129,21 @@ class ContainerManager:
         overrides: TopologyOverrides | None = None,
         seed: ContainerManager | None = None,
     ) -> None:
+        gates = self._start_topology(config, machine, overrides, active_pods)
+        state_path = None if state_dir is None else Path(state_dir)
+        self.devices = self._build_devices(state_path, seed)
+        self.cpus = self._build_cpus(state_path, seed, gates)
+        self.memory = self._build_memory(state_path, seed, gates)
+        self._register_providers()
+
+    def _start_topology(
+        self,
+        config: Config,
+        machine: Machine,
+        overrides: TopologyOverrides | None,
+        active_pods: Callable[[], Iterable[str]] | None,
+    ) -> Mapping[str, bool]:
+        """The settings and the Topology Manager (with the KEP-6007 scorer); returns the gates in effect."""
         self.config = config
         self.machine = machine
         self.overrides = overrides or TopologyOverrides()
@@ -136,6 +158,9 @@ class ContainerManager:
             if self.overrides.options is None
             else self.overrides.options
         )
+        # What-if options on a node whose TopologyManagerPolicyOptions gate is off stop that kubelet too
+        # (the configured ones were refused when the configuration was read).
+        check_options_gate(bool(self.topology_manager_options), self.topology_manager_options, gates)
         # KEP-6007's scorer: registered as the Topology Manager's tie-breaker, reads the providers lazily.
         self.numa_scoring = numa_scoring.NUMAScoring()
         self.topology = topologymanager.new_manager(
@@ -147,10 +172,9 @@ class ContainerManager:
             tie_breaker=self.numa_scoring,
             kubelet_version=config.emulator.kubelet_version,
         )
-        state_path = None if state_dir is None else Path(state_dir)
-        self.devices = self._build_devices(state_path, seed)
-        self.cpus = self._build_cpus(state_path, seed, gates)
-        self.memory = self._build_memory(state_path, seed, gates)
+        return gates
+
+    def _register_providers(self) -> None:
         for provider in (self.devices, self.cpus, self.memory):
             self.topology.add_hint_provider(provider)
         self.numa_scoring.bind(self)
@@ -248,11 +272,42 @@ class ContainerManager:
         )
         return host.kubelet_view.startup_errors(self.topology_manager_policy, max_nodes)
 
-    def clone(self, overrides: TopologyOverrides | None = None) -> ContainerManager:
-        """An in-memory copy for a what-if question, optionally with other Topology Manager settings."""
-        return ContainerManager(
-            self.config, self.machine, active_pods=self.active_pods, overrides=overrides, seed=self
+    def clone(
+        self,
+        overrides: TopologyOverrides | None = None,
+        active_pods: Callable[[], Iterable[str]] | _Same | None = SAME,
+    ) -> ContainerManager:
+        """An in-memory copy for a what-if question (or a fork), optionally with other Topology Manager
+        settings and another list of active pods: the managers hold copies of the live states and nothing
+        the live policies accumulated, as managers built on those states would.
+
+        The managers are not started again: the kubelet validates its states (``validateState``) only when
+        it starts, never at admission, and admissions can reach a Memory Manager state that check refuses
+        (kubernetes#113035), which a what-if must still answer on. What is fixed once built (the CPU
+        Manager's reserved CPUs and options, the Memory Manager's reservations, the devices) is shared,
+        not recomputed. A kubelet started on these states (another version, :meth:`restarted`) is built
+        with ``seed`` instead."""
+        clone = ContainerManager.__new__(ContainerManager)
+        active = self.active_pods if isinstance(active_pods, _Same) else active_pods
+        clone._start_topology(self.config, self.machine, overrides, active)
+        clone.devices = clone._build_devices(None, self)
+        clone.cpus = self.cpus.copy_for(clone.topology)
+        clone.memory = self.memory.copy_for(
+            clone.topology, clone._active if clone.active_pods is not None else None
         )
+        clone._register_providers()
+        return clone
+
+    def restarted(
+        self,
+        config: Config,
+        overrides: TopologyOverrides | None = None,
+        active_pods: Callable[[], Iterable[str]] | None = None,
+    ) -> ContainerManager:
+        """Managers of a kubelet with ``config`` started on copies of these states (an upgrade or a
+        downgrade is a restart): built from scratch, their start-up checks run as the kubelet runs them,
+        raising what would stop it."""
+        return ContainerManager(config, self.machine, active_pods=active_pods, overrides=overrides, seed=self)
 
     # ---- admission --------------------------------------------------------------------------------
 

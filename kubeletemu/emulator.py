@@ -26,6 +26,7 @@ from kubeletemu.containermanager import (
 from kubeletemu.lifecycle.pod_features import PodFeaturesAdmitHandler
 from kubeletemu.lifecycle.predicate import PredicateAdmitHandler
 from kubeletemu.machine import Machine
+from kubeletemu.missing_checkpoints import check_checkpoints_present
 from kubeletemu.node_allocatable import NodeAllocatable, capacity_from_host, compute_node_allocatable
 from kubeletemu.node_topology import NodeTopologyReport, node_topology
 from kubeletemu.pod import Pod
@@ -95,7 +96,14 @@ class NodeEmulator:
         if self.state_dir is not None:
             self.state_dir.mkdir(parents=True, exist_ok=True)
         self.registry = PodRegistry(None if self.state_dir is None else self.state_dir / REGISTRY_DIR)
+        if self.state_dir is not None:
+            # Before the managers start: a missing checkpoint would start them empty, and the crash rule
+            # below would then drop every pod that depended on it.
+            check_checkpoints_present(self.state_dir, self.registry)
         self.cm = ContainerManager(config, machine, state_dir=self.state_dir, active_pods=self.registry.uids)
+        # Counts the changes made through admit/remove/restore_state: an answer computed at one count
+        # (``would_admit``) holds until the count moves (the fleet's scheduler keeps answers by it).
+        self.state_version = 0
         self.allocatable = self._node_allocatable()
         self.predicate = self._predicate_handler()
         self.pod_features = self._pod_features_handler()
@@ -151,6 +159,7 @@ class NodeEmulator:
     def admit(self, pod: Pod) -> AdmissionReport:
         """The kubelet's admission; an admitted pod keeps its allocation."""
         self._check_new(pod)
+        self.state_version += 1  # a rejection releases what it took, but count every attempt
         # One batch: the checkpoints and the pod's registry file are written together when it ends.
         with batched_writes():
             report = self._run_chain(self.cm, pod)
@@ -201,18 +210,23 @@ class NodeEmulator:
         """An independent in-memory node holding what this one holds now: the admitted pods in order, the
         managers' states (``ContainerManager.clone``) and the Topology Manager's stored hints; ``overrides``
         replace Topology Manager settings, ``config`` the configuration (same machine and devices: another
-        kubelet version). Nothing done on either node shows on the other."""
+        kubelet version, whose managers start on the states as that kubelet's would, with its start-up
+        checks). Nothing done on either node shows on the other."""
         fork = NodeEmulator.__new__(NodeEmulator)
         fork.config, fork.machine, fork.state_dir = config or self.config, self.machine, None
         fork.registry = PodRegistry(None)
+        fork.state_version = 0
         for entry in self.registry:
             fork.registry.add(
                 AdmittedPod(entry.pod, dict(entry.affinity), allocations=dict(entry.allocations))
             )
-        # Not ``cm.clone``: the managers' stale-state sweeps must see the fork's pods, not the live ones.
-        fork.cm = ContainerManager(
-            fork.config, self.machine, active_pods=fork.registry.uids, overrides=overrides, seed=self.cm
-        )
+        # The managers' stale-state sweeps see the fork's pods, not the live ones. Another configuration
+        # (another kubelet version) is a restart: its managers start on the states and check them as that
+        # kubelet would; the same configuration only copies them (the kubelet checks nothing at admission).
+        if config is None or config == self.config:
+            fork.cm = self.cm.clone(overrides, active_pods=fork.registry.uids)
+        else:
+            fork.cm = self.cm.restarted(fork.config, overrides, active_pods=fork.registry.uids)
         for uid, hints in self.cm.topology.scope.pod_topology_hints.items():
             for name, hint in hints.items():
                 fork.cm.topology.scope.set_topology_hints(uid, name, hint)
@@ -286,6 +300,7 @@ class NodeEmulator:
         entry = self.registry.get(uid)
         if entry is None:
             raise PodNotFoundError(f'pod UID "{uid}" is not admitted here')
+        self.state_version += 1
         with batched_writes():
             self.cm.release(uid)
             self.registry.remove(uid)
@@ -303,6 +318,7 @@ class NodeEmulator:
         nothing: the pods, the managers' states and the stored hints a restart on these files would
         restore. The daemon undoes with it the calls whose files could not be made durable, going back to
         the last files that were."""
+        self.state_version += 1
         directory = self.registry.directory
         self.registry.restore({p: body for p, body in files.items() if p.parent == directory})
         self.cm.restore_checkpoints(files, self.registry.uids())

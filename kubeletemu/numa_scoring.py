@@ -43,6 +43,7 @@ from kubeletemu.topologymanager.numa_scorer import (
     TieBreakDecision,
     UsageSignal,
     new_tie_breaker,
+    wants_tie_breaker,
 )
 
 
@@ -123,8 +124,8 @@ class NUMAScoring:
     def bind(self, cm: ContainerManagerLike) -> None:
         """Read the Topology Manager's parsed options and policy; the managers are read lazily later."""
         options = cm.topology.options
-        if options is None:  # the none policy: no merge, nothing to break
-            self.breaker = None
+        if options is None or not wants_tie_breaker(cm.topology.policy.name, options):
+            self.breaker = None  # the none policy (no merge), or no KEP-6007 option: nothing to break
             return
         self.breaker = new_tie_breaker(cm.topology.policy.name, options, signals_of(cm), self._requested)
         if isinstance(self.breaker, AllocationStrategyTieBreaker):

@@ -69,6 +69,30 @@ class CPUManager:
             self.policy.start(self._state)
             self._allocatable = self.policy.get_allocatable_cpus(self._state)
 
+    def copy_for(self, affinity: Store) -> CPUManager:
+        """A manager on an in-memory copy of this one's state, bound to ``affinity`` (another Topology
+        Manager): what a what-if runs on. The policy's ``Start`` validation is not run again (the kubelet
+        validates its state only when it starts, never at admission); the static policy's gauges are set
+        from the copy as ``Start`` sets them, and its options are checked against ``affinity`` as
+        ``NewStaticPolicy`` checks them (``new static policy error: ...``)."""
+        with self._lock:
+            live = self.state
+            state = MemoryState()
+            state.set_default_cpu_set(live.get_default_cpu_set())
+            state.set_cpu_assignments(live.get_cpu_assignments())
+            state.set_pod_cpu_assignments(live.get_pod_cpu_assignments())
+            policy: Policy = self.policy
+            if isinstance(policy, StaticPolicy):
+                try:
+                    policy = policy.copy_for(affinity)
+                except CPUManagerError as err:
+                    raise type(err)(f"new static policy error: {err}") from None
+                policy.update_metrics_from_state(state)
+        manager = CPUManager(policy, self.topology, state)
+        manager.checkpoint_format = self.checkpoint_format
+        manager._allocatable = self._allocatable
+        return manager
+
     @property
     def state(self) -> State:
         if self._state is None:

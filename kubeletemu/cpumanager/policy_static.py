@@ -10,9 +10,11 @@ CPU pools:
 
 from __future__ import annotations
 
+import copy
+import weakref
 from collections.abc import Mapping
 
-from kubeletemu.bitmask import BitMask, iterate_bitmasks
+from kubeletemu.bitmask import MAX_BITS, BitMask, bitmask_table, subset_sums
 from kubeletemu.cpumanager.cpu_assignment import (
     CPU_SORTING_STRATEGY_PACKED,
     CPU_SORTING_STRATEGY_SPREAD,
@@ -74,20 +76,7 @@ class StaticPolicy:
         # kubernetes#141261 too: the gauges derived from the state; before, moved by deltas.
         self.metrics_from_state = in_effect(METRICS_FROM_STATE, kubelet_version)
         self.cpu_group_size = topology.cpus_per_core()
-        # podUID -> CPUs of its finished init containers, reusable by the next containers of that pod.
-        self.cpus_to_reuse: dict[str, CPUSet] = {}
-        # The kubelet's CPU manager metrics (see kubeletemu.cpumanager.metrics): counters since the policy
-        # was built, gauges as updateMetricsFromState last set them (None until Start).
-        self.pinning_requests = 0
-        self.pinning_errors = 0
-        self.aligned_physical_cpu = 0
-        self.aligned_physical_cpu_failures = 0
-        self.aligned_uncore_cache = 0
-        self.gauges: CPUManagerGauges | None = None
-        # Before kubernetes#141261: the gauges' running values, and the per-NUMA series set so far.
-        self._shared_millicores = 0
-        self._exclusive_cpus = 0
-        self._per_numa: dict[int, int] = {}
+        self._init_runtime()
         # The NUMA nodes the per-NUMA gauge is set for, fixed for the policy's life as in the kubelet.
         self.numa_nodes = tuple(topology.cpu_details.numa_nodes().list())
 
@@ -118,6 +107,35 @@ class StaticPolicy:
         self.reserved_cpus = reserved
         # The reserved CPUs plus their core siblings: full-pcpus-only never hands those out.
         self.reserved_physical_cpus = CPUSet(physical)
+
+    def _init_runtime(self) -> None:
+        """What the policy accumulates while it runs (fresh at ``NewStaticPolicy``); everything else it
+        holds is fixed once built, and :meth:`copy_for` shares it."""
+        # podUID -> CPUs of its finished init containers, reusable by the next containers of that pod.
+        self.cpus_to_reuse: dict[str, CPUSet] = {}
+        # The kubelet's CPU manager metrics (see kubeletemu.cpumanager.metrics): counters since the policy
+        # was built, gauges as updateMetricsFromState last set them (None until Start).
+        self.pinning_requests = 0
+        self.pinning_errors = 0
+        self.aligned_physical_cpu = 0
+        self.aligned_physical_cpu_failures = 0
+        self.aligned_uncore_cache = 0
+        self.gauges: CPUManagerGauges | None = None
+        # Before kubernetes#141261: the gauges' running values, and the per-NUMA series set so far.
+        self._shared_millicores = 0
+        self._exclusive_cpus = 0
+        self._per_numa: dict[int, int] = {}
+
+    def copy_for(self, affinity: Store) -> StaticPolicy:
+        """The policy ``NewStaticPolicy`` would build with these settings, bound to ``affinity`` (its
+        options checked against that Topology Manager, as ``NewStaticPolicy`` checks them): the same
+        options and reserved CPUs, nothing accumulated. For what-if copies of a running manager, without
+        recomputing what is fixed."""
+        validate_static_policy_options(self.options, self.topology, affinity)
+        policy = copy.copy(self)
+        policy.affinity = affinity
+        policy._init_runtime()
+        return policy
 
     @property
     def name(self) -> str:
@@ -560,35 +578,66 @@ class StaticPolicy:
         request; preferred are those as narrow as the narrowest combination whose *capacity* fits it.
 
         Reusable CPUs must all lie inside a mask and count toward it (on top of the available CPUs there).
+
+        The answer is a function of the topology, the align-by-socket option and the counts below; it is
+        kept per topology object under those counts (:data:`_HINTS`), since a fleet asks the same
+        question of many nodes and many clones of one node.
         """
-        details = self.topology.cpu_details
-        numa_ids = details.numa_nodes().list()
-        capacity = {numa: details.cpus_in_numa_nodes(numa).size() for numa in numa_ids}
         free = _count_by_numa(self.topology, available.elems)
         reusable_numas = {_numa_of(self.topology, cpu) for cpu in reusable.elems}
         num_reusable = reusable.size()
+        key = (
+            self.options.align_by_socket,
+            tuple(sorted(free.items())),
+            tuple(sorted(reusable_numas)),
+            num_reusable,
+            request,
+        )
+        kept = _HINTS.get(self.topology)
+        if kept is None:
+            kept = _HINTS[self.topology] = {}
+        hints = kept.get(key)
+        if hints is None:
+            if len(kept) >= _HINTS_PER_TOPOLOGY:
+                kept.clear()
+            hints = kept[key] = tuple(self._cpu_topology_hints(free, reusable_numas, num_reusable, request))
+        return list(hints)
+
+    def _cpu_topology_hints(
+        self, free: Mapping[int, int], reusable_numas: set[int], num_reusable: int, request: int
+    ) -> list[TopologyHint]:
+        details = self.topology.cpu_details
+        numa_ids = details.numa_nodes().list()
+        capacity = {numa: details.cpus_in_numa_nodes(numa).size() for numa in numa_ids}
 
         min_affinity_size = len(numa_ids)
-        hints: list[TopologyHint] = []
-        for mask in iterate_bitmasks(numa_ids):
-            bits = mask.bits()
-            if sum(capacity.get(b, 0) for b in bits) >= request:
+        fitting: list[tuple[BitMask, int]] = []  # the masks that can hold the request, with their sizes
+        # The masks and their per-mask sums built once (bitmask_table, subset_sums): the same tests as
+        # summing each mask's bits, in the same IterateBitMasks order.
+        order = tuple(numa_ids)
+        capacities = subset_sums(order, capacity)
+        frees = subset_sums(order, free)
+        # A reusable CPU's NUMA node outside 0..63 is never set in a mask: every mask is then skipped.
+        reusable_outside = any(not 0 <= numa < MAX_BITS for numa in reusable_numas)
+        reusable_value = sum(1 << numa for numa in reusable_numas if 0 <= numa < MAX_BITS)
+        for index, (mask, bits) in enumerate(bitmask_table(order)):
+            if capacities[index] >= request:
                 min_affinity_size = min(min_affinity_size, len(bits))
-            if any(not mask.is_set(numa) for numa in reusable_numas):
+            if reusable_outside or reusable_value & ~mask.value:
                 continue
-            matching = num_reusable + sum(free.get(b, 0) for b in bits)
-            if matching < request:
+            if num_reusable + frees[index] < request:
                 continue
-            hints.append(TopologyHint(mask, False))
+            fitting.append((mask, len(bits)))
 
-        out: list[TopologyHint] = []
-        for hint in hints:
-            assert hint.affinity is not None
-            preferred = hint.affinity.count() == min_affinity_size
-            if self.options.align_by_socket and self.is_hint_socket_aligned(hint.affinity, min_affinity_size):
-                preferred = True
-            out.append(TopologyHint(hint.affinity, preferred))
-        return out
+        align = self.options.align_by_socket
+        return [
+            TopologyHint(
+                mask,
+                count == min_affinity_size
+                or (align and self.is_hint_socket_aligned(mask, min_affinity_size)),
+            )
+            for mask, count in fitting
+        ]
 
     def is_hint_socket_aligned(self, affinity: BitMask, min_affinity_size: int) -> bool:
         """``isHintSocketAligned``: the mask spans as few sockets as the narrowest fit needs."""
@@ -601,6 +650,13 @@ class StaticPolicy:
             return False
         min_sockets = (min_affinity_size + per_socket - 1) // per_socket
         return topo.cpu_details.sockets_in_numa_nodes(*affinity.bits()).size() == min_sockets
+
+
+# generateCPUTopologyHints' answers per topology object (gone with it), by the counts key; bounded.
+_HINTS: weakref.WeakKeyDictionary[CPUTopology, dict[tuple[object, ...], tuple[TopologyHint, ...]]] = (
+    weakref.WeakKeyDictionary()
+)
+_HINTS_PER_TOPOLOGY = 65536
 
 
 def _numa_of(topology: CPUTopology, cpu: int) -> int:

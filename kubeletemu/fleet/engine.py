@@ -1,34 +1,42 @@
-"""One fleet configuration run on a simulated clock (``simpy``): exact nodes, their exporters, one scheduler
-with its NRT cache, a pod workload, and what came of it.
+"""One fleet configuration run on a simulated clock (``simpy``): exact nodes, their kubelets and exporters,
+kube-controller-manager's controllers, one scheduler with its queue and NRT cache, a workload, and what
+came of it. The parts are modules laid out as the cluster's components are; this one wires them.
 
-The cycle of a pod, as a cluster runs it:
+A pod's life, as a cluster runs it:
 
-* created (a Poisson arrival from the templates, or a trace entry) and queued: the scheduling queue is
-  FIFO (one priority), each unschedulable pod retrying after the default scheduler's backoff, 1 s doubling
-  up to 10 s per attempt (``podInitialBackoffSeconds``/``podMaxBackoffSeconds``);
-* scheduled (:mod:`.scheduling`); a model with a Reserve (Koordinator's) may still refuse it then; the
-  NodeResourceTopologyMatch cache reserves the pod on its node, the pod is bound (the API server and the
-  scheduler's own view hold it at once) and PostBind runs;
-* admitted by the node's kubelet at the moment it is bound (``NodeEmulator.admit``): Running until its
-  lifetime ends, then removed; or rejected (TopologyAffinityError or another admission error), Failed,
-  and replaced by its controller after ``recreateBackoff`` (the failed pod object is deleted then);
-* each node's exporter publishes the node's NRT, as ``kubeletemu nrt`` computes it (RTE's, or koordlet's for
-  Koordinator), at start, every ``period`` plus up to ``jitter``, and ``delay`` after each change of the
-  node when ``onChange`` is set; the overreserve cache resyncs on its own period, flushing a dirty node only
-  when the NRT's pod-set fingerprint matches the pods it knows on the node.
+* **created** by its controller (:mod:`.controllers`): an arrival of the arrival process opens a slot of its
+  template's controller with a first pod; a ReplicaSet template's replicas are created by the controller's
+  first sync. The scheduler's informer sees it at once and it enters the scheduling queue.
+* **scheduled** (:mod:`.scheduling`: filter, score, ``selectHost``); a model with a Reserve (Koordinator's)
+  may still refuse it; the NodeResourceTopologyMatch cache reserves it on the node, the pod is **bound**
+  (the API server and the scheduler's cache hold it at once) and PostBind runs. A pod no node takes goes
+  back to the queue.
+* **admitted** by the node's kubelet when it sees the bind (``NodeEmulator.admit``, unchanged). A rejected
+  pod (TopologyAffinityError or another admission error) is **Failed** and stays Failed: its ReplicaSet
+  replaces it when its informer shows the failure (``informerDelay`` + ``syncDelay``), and the pod object
+  stays until the pod garbage collector deletes it.
+* an admitted pod is **Pending** for its start-up latency (``workload.startupLatency``), then **Running** (the
+  containers' poststart hooks run: RTE's notify file for Guaranteed pods); a one-shot pod ends after its
+  lifetime: **Succeeded**, its resources released (poststop hooks), its object kept until collected.
 
-The run ends when every workload pod has arrived and none is pending or waiting to be re-created, or
-``drain`` after the last arrival. The workload (arrivals, templates, lifetimes) comes from the seed alone,
-so every scheduler of a matrix meets the same pods; the exporters' jitter from the seed, the exporter's
-parameters and the node's name. Nothing depends on the configuration's position in a matrix.
+What each watcher counts follows its shipped code: the scheduler's NodeInfo never counts a terminated pod
+(:func:`kubeletemu.fleet.kubelet.is_terminated`); the overreserve cache's informer (Dedicated: every phase
+but Pending; Shared: Running only, :mod:`kubeletemu.scheduler.nrtcache.informers`); the exporters what
+their kubelet's podresources ``List`` returns at its version (:mod:`.exporters.listing`). Each exporter runs
+its own event loop (:mod:`.exporters`); the overreserve cache resyncs on its period, flushing a dirty node
+only when the NRT's pod-set fingerprint matches the pods its informer places there. A flush on an NRT
+written before the admission of a pod the cache had reserved there drops that reservation: the run's log
+names each such flush and the rejections on that node that follow it.
+
+The run ends when every arrival has come and every open slot has reached Running (or ``drain`` after the
+last arrival). The workload (arrivals, templates, lifetimes, each pod's start-up latency) comes from the seed
+alone, so every scheduler of a matrix meets the same pods; the exporters' ticker phases and the garbage
+collector's from the seed and the node's name. Nothing depends on the configuration's position in a matrix.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
-import hashlib
-import heapq
 import json
 import random
 from collections.abc import Callable
@@ -38,105 +46,70 @@ from typing import Any
 
 import simpy
 
-from kubeletemu.emulator import NodeEmulator
-from kubeletemu.fleet.scheduling import CachedTopology, ExactScheduler, Scheduler, with_cache_source
-from kubeletemu.fleet.spec import (
-    EXACT,
-    ConfigurationSpec,
-    Lifetime,
-    WorkloadSpec,
-    group_config,
+from kubeletemu.emulator import AdmissionReport, NodeEmulator
+from kubeletemu.fleet.clock import SimClock
+from kubeletemu.fleet.controllers import PodGC, ReplicaSetController, Slot
+from kubeletemu.fleet.controllers.podgc import GC_CHECK_PERIOD_S
+from kubeletemu.fleet.exporters import Exporter, make_exporter
+from kubeletemu.fleet.kubelet import (
+    FAILED,
+    PENDING,
+    RUNNING,
+    SUCCEEDED,
+    KubeletNode,
+    holds_exclusive,
+    is_terminated,
 )
+from kubeletemu.fleet.runlog import RunLog
+from kubeletemu.fleet.scheduler_queue import SchedulerQueue
+from kubeletemu.fleet.scheduling import CachedTopology, ExactScheduler, Scheduler, with_cache_source
+from kubeletemu.fleet.spec import EXACT_NUMA, EXACT_SETUPS, ConfigurationSpec, group_config
+from kubeletemu.fleet.workload import Arrival, PodRecord, arrivals, stable_seed
 from kubeletemu.machine import Machine
 from kubeletemu.manifest import pod_from_manifest
-from kubeletemu.pod import Pod, derived_uid
-from kubeletemu.podresources import nrt as node_side
+from kubeletemu.pod import Pod, QOSClass, derived_uid
 from kubeletemu.scheduler.framework import NodeInfo
-from kubeletemu.scheduler.live import FLAVOUR_KOORDLET
 from kubeletemu.scheduler.nrtcache import Cache, InformerStore, OverReserve, cache_from_cache_args
-from kubeletemu.scheduler.objects import Node, NodeResourceTopology, from_node_side
+from kubeletemu.scheduler.nrtcache.podsets import (
+    check_pod_fingerprint_for_node,
+    make_node_to_pod_data_map,
+    pod_fingerprint_for_node_topology,
+)
+from kubeletemu.scheduler.objects import Node, NodeResourceTopology
 from kubeletemu.simulate.metrics import numa_usage
 from kubeletemu.topologymanager.errors import ERROR_TOPOLOGY_AFFINITY
 
-INITIAL_BACKOFF_S = 1.0
-MAX_BACKOFF_S = 10.0
 FINGERPRINT_MISMATCH = "NodeTopology podset fingerprint mismatch"
 ProgressFn = Callable[[int, int], None]
 
-
-def stable_seed(*parts: object) -> int:
-    """A seed from values (not from Python's salted ``hash``): the same on every run and machine."""
-    digest = hashlib.sha256("|".join(str(p) for p in parts).encode()).digest()
-    return int.from_bytes(digest[:8], "big")
+__all__ = ["Arrival", "FleetRun", "arrivals", "run_configuration", "stable_seed"]
 
 
-@dataclass(frozen=True)
-class Arrival:
-    at: float
-    name: str
-    template: int  # index into the workload's parsed pods
-    lifetime: float | None
-
-
-def arrivals(workload: WorkloadSpec, seed: int) -> list[Arrival]:
-    """The workload's pods in arrival order, from the seed alone."""
-    rng = random.Random(stable_seed("workload", seed))
-    if workload.trace:
-        return [
-            Arrival(e.at, json.loads(e.manifest)["metadata"]["name"], i, e.lifetime)
-            for i, e in enumerate(workload.trace)
-        ]
-    weights = [t.weight for t in workload.templates]
-    indices = list(range(len(workload.templates)))
-    out = []
-    now = 0.0
-    for n in range(workload.total):
-        now += rng.expovariate(workload.rate)
-        [template] = rng.choices(indices, weights)
-        out.append(
-            Arrival(
-                now,
-                f"{workload.templates[template].name}-{n:05d}",
-                template,
-                _lifetime(workload.lifetime, rng),
-            )
-        )
-    return out
-
-
-def _lifetime(lifetime: Lifetime, rng: random.Random) -> float | None:
-    if lifetime.kind == "fixed":
-        return lifetime.a
-    if lifetime.kind == "exponential":
-        return rng.expovariate(1.0 / lifetime.a)
-    if lifetime.kind == "uniform":
-        return rng.uniform(lifetime.a, lifetime.b)
-    return None
-
-
-@dataclass
-class _PodState:
-    pod: Pod
-    created: float
-    lifetime: float | None
-    generation: int = 0  # how many times the controller re-created it
-    attempts: int = 0
-    bound: Pod | None = None
-
-
-@dataclass
+@dataclass(eq=False)
 class _Node:
-    index: int
-    name: str
-    emulator: NodeEmulator
+    """A node as the fleet holds it: its kubelet, its exporter, and the scheduler's view of it."""
+
+    kubelet: KubeletNode
     node: Node
     info: NodeInfo
-    rng: random.Random
-    pods: dict[str, Pod] = field(default_factory=dict)  # the scheduler's view: bound pods by UID
-    state_version: int = 0
-    published: tuple[int, str, NodeResourceTopology] | None = None
-    publish_scheduled: bool = False
+    exporter: Exporter | None = None
+    pods: dict[str, Pod] = field(default_factory=dict)  # the scheduler's cache: bound, not terminated
+    nrt_written_at: float = 0.0
+    reserved: dict[str, float] = field(default_factory=dict)  # overreserve: key -> bind time, since a flush
+    stale_flush: tuple[float, tuple[str, ...]] | None = None  # last flush that lost reservations
     errors: int = 0
+
+    @property
+    def index(self) -> int:
+        return self.kubelet.index
+
+    @property
+    def name(self) -> str:
+        return self.kubelet.name
+
+    @property
+    def emulator(self) -> NodeEmulator:
+        return self.kubelet.emulator
 
 
 @dataclass
@@ -148,11 +121,21 @@ class _Counters:
     plugin_crashes: int = 0
     reserve_failures: int = 0
     pods_created: int = 0
+    replacements: int = 0
     completed: int = 0
     fingerprint_match: int = 0
     fingerprint_mismatch: int = 0
     resync_skipped_other: int = 0
-    nrt_publishes: int = 0
+    stale_flushes: int = 0
+    reservations_lost: int = 0
+    errors_after_stale_flush: int = 0
+
+
+@dataclass
+class _TemplateStats:
+    pending: list[float] = field(default_factory=list)
+    topology_affinity_errors: int = 0
+    pods: int = 0
 
 
 class FleetRun:
@@ -162,39 +145,70 @@ class FleetRun:
         self.config = config
         self.progress = progress
         self.env = simpy.Environment()
+        self.clock = SimClock(self.env)
         self.counters = _Counters()
-        self.nodes: list[_Node] = []
-        self.by_name: dict[str, _Node] = {}
-        self._build_nodes()
+        self.log = RunLog()
         self.store = InformerStore()
+        self.nodes: list[_Node] = []
+        self._build_nodes()
+        self.by_name = {n.name: n for n in self.nodes}
+        self.infos = [n.info for n in self.nodes]  # the scheduler's node list, updated node by node
         self.cache: Cache | None = None
         self.source: CachedTopology | None = None
-        exporter = config.exporter
-        self.publishes = exporter is not None
-        if self.publishes:
-            for node in self.nodes:
-                self._publish(node, node_side.RTE_UPDATE_PERIODIC)
-        exact = ExactScheduler({n.name: n.emulator for n in self.nodes}) if config.kind == EXACT else None
+        # The NRTs written before the scheduler starts reach no queue (there is none yet, nor any pod).
+        self._nrt_events: SchedulerQueue | None = None
+        self._start_exporters()
+        # selectHost's random pick among the top scores: the run's own stream.
+        select_rng = random.Random(stable_seed("select-host", config.seed))
+        exact = (
+            ExactScheduler(
+                {n.name: n.emulator for n in self.nodes},
+                config.percentage_of_nodes_to_score,
+                numa=config.kind == EXACT_NUMA,
+                version=config.scheduler_version,
+                rng=select_rng,
+                memo=memo,
+            )
+            if config.kind in EXACT_SETUPS
+            else None
+        )
         profile = exact.profile if exact is not None else config.build_profile()
         args = config.nrt_match_args(profile)
         if args is not None:
             self.cache = cache_from_cache_args(args, self.store, profile_names=[profile.name], now=0.0)
             self.source = CachedTopology(self.cache, memo=memo)
             profile = with_cache_source(profile, self.source)
+        self.overreserve = self.cache if isinstance(self.cache, OverReserve) else None
         self.profile = profile
-        self.scheduler = exact or Scheduler(profile, config.percentage_of_nodes_to_score)
+        self.scheduler = exact or Scheduler(
+            profile, config.percentage_of_nodes_to_score, version=config.scheduler_version, rng=select_rng
+        )
         self.reservers = [m for m in profile.models if callable(getattr(m, "reserve", None))]
-        self.templates = [_template_pod(t.manifest, config.source) for t in config.workload.templates] or [
-            _template_pod(e.manifest, config.source) for e in config.workload.trace
+        workload = config.workload
+        manifests = [t.manifest for t in workload.templates] or [e.manifest for e in workload.trace]
+        self.templates = [pod_from_manifest(json.loads(m), source=config.source) for m in manifests]
+        self.template_names = [t.name for t in workload.templates] or [p.name for p in self.templates]
+        self.template_stats = {name: _TemplateStats() for name in dict.fromkeys(self.template_names)}
+        self.arrivals = arrivals(workload, config.seed)
+        self.controllers = [
+            ReplicaSetController(name, self.clock, config.controllers.replica_set, self._create_for)
+            for name in self.template_names
         ]
-        self.arrivals = arrivals(config.workload, config.seed)
-        self.queue: list[tuple[float, int, _PodState]] = []
-        self.sequence = 0
+        self.gc: PodGC[PodRecord] = PodGC(
+            self.clock, config.controllers.terminated_pod_gc_threshold, self._collect
+        )
+        self.records: dict[str, PodRecord] = {}
+        self.slots: list[Slot] = []
+        plugins = [m.name for m in profile.filters] + [m.name for m in self.reservers]
+        self.queue = self._nrt_events = SchedulerQueue(
+            self.clock, config.scheduler_version, plugins, self._wake
+        )
         self.wake: simpy.Event | None = None
         self.pending = 0  # created, not bound
-        self.awaiting_recreation = 0
+        self.waiting = 0  # open slots not yet Running
         self.arrived = 0
         self.pending_times: list[float] = []
+        self.replacement_delays: list[float] = []
         self.pending_over_time: list[list[float]] = [[0.0, 0]]
         self.stop = self.env.event()
 
@@ -216,71 +230,36 @@ class FleetRun:
                     labels=labels,
                     allocatable=MappingProxyType(dict(emulator.allocatable.allocatable)),
                 )
-                exporter = self.config.exporter
-                rng = random.Random(
-                    stable_seed(
-                        "exporter",
-                        self.config.seed,
-                        exporter.period_s if exporter else 0,
-                        exporter.jitter_s if exporter else 0,
-                        name,
-                    )
-                )
-                self.nodes.append(_Node(len(self.nodes), name, emulator, node, NodeInfo(name, node), rng))
-        self.by_name = {n.name: n for n in self.nodes}
-        self.infos = [n.info for n in self.nodes]  # the scheduler's node list, updated node by node
+                kubelet = KubeletNode(len(self.nodes), name, emulator)
+                self.nodes.append(_Node(kubelet, node, NodeInfo(name, node)))
 
-    # ---- exporters ------------------------------------------------------------------------------------
+    def _start_exporters(self) -> None:
+        """Every exporter has published before the scheduler starts (its cache lists the NRTs then)."""
+        spec = self.config.exporter
+        if spec is None:
+            return
+        for node in self.nodes:
+            rng = random.Random(
+                stable_seed("exporter", self.config.seed, spec.type, spec.period_s, node.name)
+            )
+            phase = rng.uniform(0.0, spec.period_s) if spec.period_s > 0 else 0.0
+            node.exporter = make_exporter(node.kubelet, self.clock, spec, phase, self._nrt_written)
+            node.exporter.start()
 
-    def _publish(self, node: _Node, update: str) -> None:
-        exporter = self.config.exporter
-        assert exporter is not None
-        node.publish_scheduled = False
-        if node.published is not None and node.published[:2] == (node.state_version, update):
-            topology = node.published[2]
-        else:
-            if self.config.flavour == FLAVOUR_KOORDLET:
-                from kubeletemu.scheduler.koordinator.koordlet import koordlet_node_resource_topology
+    # ---- the API server's side of the exporters -------------------------------------------------------
 
-                topology = koordlet_node_resource_topology(node.emulator)
-            else:
-                topology = from_node_side(
-                    node_side.node_resource_topology(node.emulator, exporter.fingerprint_method, update)
-                )
-            node.published = (node.state_version, update, topology)
-        self.counters.nrt_publishes += 1
+    def _nrt_written(self, kubelet: KubeletNode, topology: NodeResourceTopology) -> None:
+        node = self.nodes[kubelet.index]
+        node.nrt_written_at = self.clock.now()
+        old = self.store.nrt(node.name)
         self.store.update_nrt(topology)
+        if self._nrt_events is not None:
+            self._nrt_events.nrt_written(old, topology)
         node.info = self.infos[node.index] = dataclasses.replace(node.info, topology=topology)
         if self.source is not None:
             self.source.changed(node.name)
 
-    def _exporter(self, node: _Node) -> Any:
-        exporter = self.config.exporter
-        assert exporter is not None
-        while True:
-            wait = exporter.period_s + (
-                node.rng.uniform(0.0, exporter.jitter_s) if exporter.jitter_s else 0.0
-            )
-            yield self.env.timeout(wait)
-            self._publish(node, node_side.RTE_UPDATE_PERIODIC)
-
-    def _node_changed(self, node: _Node) -> None:
-        node.state_version += 1
-        exporter = self.config.exporter
-        if exporter is None or exporter.on_change_delay_s is None or node.publish_scheduled:
-            return
-        node.publish_scheduled = True
-        self._after(
-            exporter.on_change_delay_s, functools.partial(self._publish, node, node_side.RTE_UPDATE_REACTIVE)
-        )
-
-    def _after(self, delay: float, action: Callable[[], None]) -> None:
-        """``action`` at ``delay`` seconds from now (a timer event, cheaper than a process)."""
-
-        def fire(_event: simpy.Event) -> None:
-            action()
-
-        self.env.timeout(delay).callbacks.append(fire)
+    # ---- the overreserve cache's resync ---------------------------------------------------------------
 
     def _resync_loop(self, cache: OverReserve) -> Any:
         while True:
@@ -302,35 +281,117 @@ class FleetRun:
                 self.counters.fingerprint_mismatch += 1
             else:
                 self.counters.resync_skipped_other += 1
+        for name in outcome.flushed:
+            self._flushed(self.by_name[name])
 
-    # ---- the workload -----------------------------------------------------------------------------------
+    def _flushed(self, node: _Node) -> None:
+        """A flush replaced the node's cached NRT with the last one written: the reservations of pods
+        admitted after that write are gone, though the pods hold their resources."""
+        written = node.nrt_written_at
+        lost = []
+        for key, bound_at in node.reserved.items():
+            record = self.records.get(key)
+            if (
+                bound_at > written
+                and record is not None
+                and record.admitted
+                and not is_terminated(record.phase)
+            ):
+                lost.append(record)
+        node.reserved.clear()
+        if not lost:
+            node.stale_flush = None
+            return
+        now = self.clock.now()
+        names = tuple(r.name for r in lost)
+        node.stale_flush = (now, names)
+        self.counters.stale_flushes += 1
+        self.counters.reservations_lost += len(lost)
+        described = ", ".join(f"{r.name} (bound {r.bound_at:.3f}s, {r.phase})" for r in lost)
+        self.log.add(
+            now,
+            f"resync flushed {node.name} on its NRT written at {written:.3f}s, before the admission of "
+            f"{described}: the reservation(s) are gone, the resources are not",
+        )
+
+    # ---- the workload and its controllers -------------------------------------------------------------
 
     def _arrivals(self) -> Any:
         total = len(self.arrivals)
         step = max(1, -(-total // 100))  # at most every 1 % of the pods
         for arrival in self.arrivals:
             yield self.env.timeout(max(0.0, arrival.at - self.env.now))
-            template = self.templates[arrival.template]
-            pod = dataclasses.replace(
-                template, name=arrival.name, uid=derived_uid(template.namespace, arrival.name)
-            )
-            self._create(_PodState(pod, self.env.now, arrival.lifetime))
+            slot = self._open_slot(arrival.template, arrival.name, arrival.lifetime)
+            self._create(slot, ours=False)
             self.arrived += 1
             if self.progress is not None and (self.arrived % step == 0 or self.arrived == total):
                 self.progress(self.arrived, total)
         self._check_done()
 
-    def _create(self, state: _PodState) -> None:
-        self.counters.pods_created += 1
-        self.store.add_pod(state.pod, scheduler_name=self.profile.name)
-        self._pending_delta(+1)
-        self._enqueue(state)
+    def _open_slot(self, template: int, name: str, lifetime: float | None) -> Slot:
+        slot = Slot(len(self.slots), template, name, self.clock.now(), lifetime)
+        self.slots.append(slot)
+        self.waiting += 1
+        return slot
 
-    def _enqueue(self, state: _PodState) -> None:
-        self.sequence += 1
-        heapq.heappush(self.queue, (self.env.now, self.sequence, state))
-        if self.wake is not None and not self.wake.triggered:
-            self.wake.succeed()
+    def _start_replica_sets(self) -> None:
+        for index, template in enumerate(self.config.workload.templates):
+            if template.replicas is None:
+                continue
+            slots = [
+                self._open_slot(index, f"{template.name}-{n:05d}", None) for n in range(template.replicas)
+            ]
+            self.controllers[index].open_replicas(slots)
+
+    def _create_for(self, slot: Slot) -> None:
+        """A create the slot's controller sent."""
+        self._create(slot, ours=True)
+
+    def _create(self, slot: Slot, *, ours: bool) -> None:
+        """The API server creates a pod object for the slot."""
+        template = self.templates[slot.template]
+        name = slot.name if slot.pods == 0 else f"{slot.name}-r{slot.pods}"
+        slot.pods += 1
+        pod = dataclasses.replace(
+            template, name=name, uid=derived_uid(template.namespace, name), phase=PENDING, node_name=None
+        )
+        record = PodRecord(pod, slot, self.clock.now())
+        self.records[record.key] = record
+        self.counters.pods_created += 1
+        if slot.pods > 1:
+            self.counters.replacements += 1
+            if slot.failed_at is not None:
+                self.replacement_delays.append(self.clock.now() - slot.failed_at)
+        self.template_stats[self.template_names[slot.template]].pods += 1
+        self.store.add_pod(pod, scheduler_name=self.profile.name)
+        self._observe(record, PENDING, ours=ours)
+        self._pending_delta(+1)
+        self.queue.pod_created(record)
+
+    def _observe(self, record: PodRecord, phase: str | None, *, ours: bool = False) -> None:
+        """The controllers' informer delivers the pod's change ``informerDelay`` later."""
+        controller = self.controllers[record.slot.template]
+        key, slot = record.key, record.slot
+        self.clock.after(
+            self.config.controllers.replica_set.informer_delay_s,
+            lambda: controller.observe(key, slot, phase, ours=ours),
+        )
+
+    def _write(self, record: PodRecord, pod: Pod) -> None:
+        """The API server stores the pod's new state; the informers see it."""
+        old, record.pod = record.pod, pod
+        self.store.update_pod(pod, scheduler_name=self.profile.name)
+        self.queue.pod_changed(old, pod)
+        self._observe(record, record.phase)
+
+    def _collect(self, record: PodRecord) -> None:
+        """The pod garbage collector deletes an ended pod."""
+        self.records.pop(record.key, None)
+        self.store.remove_pod(record.pod.namespace, record.pod.name)
+        self.queue.pod_deleted(record.pod)
+        if record.node is not None:
+            self.nodes[record.node].kubelet.forget(record.pod)
+        self._observe(record, None)
 
     def _pending_delta(self, delta: int) -> None:
         self.pending += delta
@@ -341,12 +402,7 @@ class FleetRun:
             self.pending_over_time.append([round(self.env.now, 6), self.pending])
 
     def _check_done(self) -> None:
-        if (
-            self.arrived == len(self.arrivals)
-            and self.pending == 0
-            and self.awaiting_recreation == 0
-            and not self.stop.triggered
-        ):
+        if self.arrived == len(self.arrivals) and self.waiting == 0 and not self.stop.triggered:
             self.stop.succeed()
 
     def _deadline(self) -> Any:
@@ -357,104 +413,146 @@ class FleetRun:
 
     # ---- the scheduler ----------------------------------------------------------------------------------
 
+    def _wake(self) -> None:
+        if self.wake is not None and not self.wake.triggered:
+            self.wake.succeed()
+
     def _scheduler(self) -> Any:
         while True:
-            if not self.queue:
+            record = self.queue.pop()
+            if record is None:
                 self.wake = self.env.event()
                 yield self.wake
                 continue
-            _, _, state = heapq.heappop(self.queue)
-            self._schedule_one(state, self.infos)
+            self._schedule_one(record)
 
-    def _schedule_one(self, state: _PodState, infos: list[NodeInfo]) -> None:
+    def _schedule_one(self, record: PodRecord) -> None:
         self.counters.scheduling_attempts += 1
-        state.attempts += 1
-        outcome = self.scheduler.schedule(state.pod, infos)
+        record.attempts += 1
+        outcome = self.scheduler.schedule(record.pod, self.infos, now=self.clock.now())
         self.counters.plugin_crashes += outcome.crashes
         chosen = outcome.chosen
+        rejected, pending = outcome.unschedulable_plugins, outcome.pending_plugins
         if chosen is not None:
             for model in self.reservers:
-                status = model.reserve(state.pod, chosen)  # type: ignore[attr-defined]
+                status = model.reserve(record.pod, chosen)  # type: ignore[attr-defined]
                 if not status.ok:
+                    # A Reserve rejection: the plugin is the one that rejected the pod.
                     self.counters.reserve_failures += 1
+                    rejected, pending = frozenset({model.name}), frozenset()
                     chosen = None
                     break
         if chosen is None:
-            backoff = min(INITIAL_BACKOFF_S * 2 ** (state.attempts - 1), MAX_BACKOFF_S)
-            self._after(backoff, functools.partial(self._enqueue, state))
+            self.queue.failed(record, rejected, pending)
             return
-        self._bind(state, self.by_name[chosen.name])
+        self.queue.binding(record)
+        self._bind(record, self.by_name[chosen.name])
 
     def _set_pods(self, node: _Node) -> None:
         node.info = self.infos[node.index] = dataclasses.replace(node.info, pods=tuple(node.pods.values()))
         if self.source is not None:
             self.source.changed(node.name)
 
-    def _bind(self, state: _PodState, node: _Node) -> None:
-        pod = dataclasses.replace(state.pod, node_name=node.name)
-        state.bound = pod
+    def _bind(self, record: PodRecord, node: _Node) -> None:
+        now = self.clock.now()
+        pod = dataclasses.replace(record.pod, node_name=node.name)
+        record.bound_at, record.node = now, node.index
         if self.cache is not None:
             self.cache.reserve_node_resources(node.name, pod)
+            if self.overreserve is not None:
+                node.reserved[record.key] = now
         node.pods[pod.uid] = pod
         self._set_pods(node)
-        self.store.update_pod(pod, scheduler_name=self.profile.name)
+        self._write(record, pod)
         if self.cache is not None:
             self.cache.post_bind(node.name, pod)
-        self.pending_times.append(self.env.now - state.created)
+        wait = now - record.created
+        self.pending_times.append(wait)
+        self.template_stats[self.template_names[record.slot.template]].pending.append(wait)
         self._pending_delta(-1)
-        # The kubelet admits at once.
-        report = node.emulator.admit(pod)
+        # The kubelet sees the bind and admits at once.
+        report = node.kubelet.admit(pod)
         self.counters.admissions += 1
         if report.admitted:
-            self.store.update_pod(dataclasses.replace(pod, phase="Running"), scheduler_name=self.profile.name)
-            self._node_changed(node)
-            if state.lifetime is not None:
-                self._after(state.lifetime, functools.partial(self._finish, state, node))
+            record.admitted = True
+            record.exclusive = holds_exclusive(report)
+            if node.exporter is not None and record.exclusive:
+                node.exporter.state_files_written()
+            latency = self._startup_latency(pod)
+            self.clock.after(latency, lambda: self._started(record, node))
         else:
-            if report.reason == ERROR_TOPOLOGY_AFFINITY:
-                self.counters.topology_affinity_errors += 1
-                node.errors += 1
-            else:
-                self.counters.other_admission_errors += 1
-            failed = dataclasses.replace(pod, phase="Failed")
-            self.store.update_pod(failed, scheduler_name=self.profile.name)
-            del node.pods[pod.uid]  # the scheduler's informer drops terminal pods
-            self._set_pods(node)
-            self.awaiting_recreation += 1
-            self._after(self.config.workload.recreate_backoff_s, functools.partial(self._recreate, state))
+            self._rejected(record, node, pod, report)
+
+    def _startup_latency(self, pod: Pod) -> float:
+        """The pod's own draw (from the seed and its name: the same for every scheduler)."""
+        rng = random.Random(stable_seed("startup", self.config.seed, pod.name))
+        value = self.config.workload.startup_latency.draw(rng)
+        return 0.0 if value is None else value
+
+    def _rejected(self, record: PodRecord, node: _Node, pod: Pod, report: AdmissionReport) -> None:
+        now = self.clock.now()
+        stats = self.template_stats[self.template_names[record.slot.template]]
+        if report.reason == ERROR_TOPOLOGY_AFFINITY:
+            self.counters.topology_affinity_errors += 1
+            stats.topology_affinity_errors += 1
+            node.errors += 1
+            cause = ""
+            if node.stale_flush is not None:
+                self.counters.errors_after_stale_flush += 1
+                at, lost = node.stale_flush
+                cause = (
+                    f"; {node.name} was flushed at {at:.3f}s on an NRT written before the admission of "
+                    f"{', '.join(lost)}"
+                )
+            self.log.add(now, f"{pod.name} rejected by {node.name}: {ERROR_TOPOLOGY_AFFINITY}{cause}")
+        else:
+            self.counters.other_admission_errors += 1
+        node.pods.pop(pod.uid, None)  # the scheduler's informer drops terminated pods
+        self._set_pods(node)
+        record.slot.failed_at = now
+        self._write(record, dataclasses.replace(pod, phase=FAILED))
+        self.gc.pod_terminated(record.key, record)
+
+    def _started(self, record: PodRecord, node: _Node) -> None:
+        """The containers started: Running (the poststart hooks run)."""
+        pod = dataclasses.replace(record.pod, phase=RUNNING)
+        self._write(record, pod)
+        if node.exporter is not None:
+            node.exporter.container_started(pod.qos_class == QOSClass.GUARANTEED)
+        slot = record.slot
+        if slot.running_at is None:
+            slot.running_at = self.clock.now()
+            self.waiting -= 1
+        if slot.lifetime is not None:
+            self.clock.after(slot.lifetime, lambda: self._completed(record, node))
         self._check_done()
 
-    def _recreate(self, state: _PodState) -> None:
-        self.awaiting_recreation -= 1
-        self.store.remove_pod(state.pod.namespace, state.pod.name)
-        generation = state.generation + 1
-        base = state.pod.name.rsplit("-r", 1)[0] if state.generation else state.pod.name
-        name = f"{base}-r{generation}"
-        pod = dataclasses.replace(state.pod, name=name, uid=derived_uid(state.pod.namespace, name))
-        self._create(_PodState(pod, self.env.now, state.lifetime, generation))
-
-    def _finish(self, state: _PodState, node: _Node) -> None:
-        pod = state.bound
-        assert pod is not None
-        node.emulator.remove(pod.uid)
-        del node.pods[pod.uid]
+    def _completed(self, record: PodRecord, node: _Node) -> None:
+        """The containers exited: Succeeded, resources released (the poststop hooks run)."""
+        pod = record.pod
+        node.kubelet.complete(pod)
+        if node.exporter is not None:
+            if record.exclusive:
+                node.exporter.state_files_written()
+            node.exporter.container_stopped(pod.qos_class == QOSClass.GUARANTEED)
+        record.slot.done = True
+        node.pods.pop(pod.uid, None)
         self._set_pods(node)
-        self.store.remove_pod(pod.namespace, pod.name)
+        self._write(record, dataclasses.replace(pod, phase=SUCCEEDED))
         self.counters.completed += 1
-        self._node_changed(node)
+        self.gc.pod_terminated(record.key, record)
 
     # ---- the run ------------------------------------------------------------------------------------------
 
     def run(self) -> dict[str, Any]:
         env = self.env
-        if self.publishes:
-            for node in self.nodes:
-                if self.config.exporter is not None and self.config.exporter.period_s > 0:
-                    env.process(self._exporter(node))
-        if isinstance(self.cache, OverReserve):
-            self._count_resync(self.cache)  # the resync the loop ran at start
-            env.process(self._resync_loop(self.cache))
+        if self.overreserve is not None:
+            self._count_resync(self.overreserve)  # the resync the loop ran at start
+            env.process(self._resync_loop(self.overreserve))
+        rng = random.Random(stable_seed("podgc", self.config.seed))
+        self.gc.start(rng.uniform(0.0, GC_CHECK_PERIOD_S))
         env.process(self._scheduler())
+        self._start_replica_sets()
         env.process(self._arrivals())
         env.process(self._deadline())
         env.run(until=self.stop)
@@ -462,21 +560,75 @@ class FleetRun:
             self.progress(len(self.arrivals), len(self.arrivals))
         return self.result()
 
+    def _time_to_running(self) -> dict[int, float]:
+        """Per slot: from its first creation to Running (a slot still waiting: until the end)."""
+        end = self.clock.now()
+        return {
+            s.id: (s.running_at if s.running_at is not None else end) - s.first_created for s in self.slots
+        }
+
+    def _mismatched_nodes(self) -> list[str]:
+        """Overreserve: the nodes whose last written NRT's fingerprint the cache's pod set does not match
+        now (a resync would not flush them)."""
+        cache = self.overreserve
+        if cache is None:
+            return []
+        by_node = make_node_to_pod_data_map(
+            cache.pod_lister.list(), cache.is_pod_relevant, cache.nrt_res_names.get, cache.preemption_mode
+        )
+        out = []
+        for node in self.nodes:
+            nrt = self.store.nrt(node.name)
+            if nrt is None:
+                continue
+            expected, only_exclusive = pod_fingerprint_for_node_topology(nrt, cache.resync_method)
+            if (
+                check_pod_fingerprint_for_node(by_node.get(node.name, []), expected, only_exclusive)
+                is not None
+            ):
+                out.append(node.name)
+        return out
+
     def result(self) -> dict[str, Any]:
         config, counters = self.config, self.counters
-        waits = sorted(self.pending_times)
+        end = self.clock.now()
+        # A pod object never bound waited until the end (a lower bound of its wait).
+        unbound = [r for r in self.records.values() if r.bound_at is None]
+        waits = sorted(self.pending_times + [end - r.created for r in unbound])
+        to_running = self._time_to_running()
+        running_times = sorted(to_running.values())
         utilisation, free_cpu, free_memory = _utilisation(self.nodes)
-        running = sum(len(n.emulator.registry.pods()) for n in self.nodes)
-        total = config.workload.pods
+        phases = [r.phase for r in self.records.values()]
+        templates: dict[str, Any] = {}
+        for name, stats in self.template_stats.items():
+            slot_times = sorted(
+                to_running[s.id] for s in self.slots if self.template_names[s.template] == name
+            )
+            pending = sorted(
+                stats.pending
+                + [end - r.created for r in unbound if self.template_names[r.slot.template] == name]
+            )
+            templates[name] = {
+                "pods": stats.pods,
+                "topology_affinity_errors": stats.topology_affinity_errors,
+                "pending_p50_s": _percentile(pending, 50),
+                "pending_p99_s": _percentile(pending, 99),
+                "time_to_running_p50_s": _percentile(slot_times, 50),
+                "time_to_running_p99_s": _percentile(slot_times, 99),
+            }
+        exporters = [n.exporter for n in self.nodes if n.exporter is not None]
+        delays = sorted(self.replacement_delays)
         return {
             "name": config.name,
             "scheduler": config.scheduler,
+            "scheduler_version": config.scheduler_version,
             "cache": config.cache,
             "resync_period_s": config.resync_period_s,
+            "exporter": config.exporter.type if config.exporter else None,
             "exporter_period_s": config.exporter.period_s if config.exporter else None,
             "seed": config.seed,
             "kubelet_versions": sorted({n.emulator.config.emulator.kubelet_version for n in self.nodes}),
-            "pods_total": total,
+            "pods_total": config.workload.pods,
             "topology_affinity_errors": counters.topology_affinity_errors,
             "topology_affinity_error_rate": (
                 round(counters.topology_affinity_errors / counters.admissions, 6)
@@ -487,32 +639,48 @@ class FleetRun:
             "pending_p50_s": _percentile(waits, 50),
             "pending_p99_s": _percentile(waits, 99),
             "pending_max_s": round(waits[-1], 6) if waits else 0.0,
+            "time_to_running_p50_s": _percentile(running_times, 50),
+            "time_to_running_p99_s": _percentile(running_times, 99),
+            "time_to_running_max_s": round(running_times[-1], 6) if running_times else 0.0,
             "scheduling_attempts": counters.scheduling_attempts,
-            "running_at_end": running,
+            "running_at_end": phases.count(RUNNING),
             "never_scheduled": self.pending,
+            "never_running": self.waiting,
             "resyncs": {
                 "fingerprint_match": counters.fingerprint_match,
                 "fingerprint_mismatch": counters.fingerprint_mismatch,
             },
             "largest_single_numa_free": {"cpu": free_cpu, "memory": free_memory},
             "errors_per_node": {n.name: n.errors for n in self.nodes if n.errors},
+            "templates": templates,
             "pending_over_time": self.pending_over_time,
             "numa_utilisation": utilisation,
             # Beyond the contract:
             "admissions": counters.admissions,
             "pods_created": counters.pods_created,
+            "replacements": counters.replacements,
             "completed": counters.completed,
+            "failed_at_end": phases.count(FAILED),
+            "succeeded_at_end": phases.count(SUCCEEDED),
+            "garbage_collected": self.gc.deleted,
             "plugin_crashes": counters.plugin_crashes,
             "reserve_failures": counters.reserve_failures,
             "resync_skipped_other": counters.resync_skipped_other,
-            "nrt_publishes": counters.nrt_publishes,
+            "fingerprint_mismatch_at_end": self._mismatched_nodes(),
+            "replacement_delay_s": {
+                "min": round(delays[0], 6) if delays else None,
+                "p50": _percentile(delays, 50) if delays else None,
+                "max": round(delays[-1], 6) if delays else None,
+            },
+            "stale_flushes": counters.stale_flushes,
+            "reservations_lost": counters.reservations_lost,
+            "errors_after_stale_flush": counters.errors_after_stale_flush,
+            "exporter_scans": sum(e.scans for e in exporters),
+            "nrt_publishes": sum(e.writes for e in exporters),
             "simulated_s": round(self.env.now, 6),
             "nodes": len(self.nodes),
+            "log": self.log.result(),
         }
-
-
-def _template_pod(manifest: str, source: str) -> Pod:
-    return pod_from_manifest(json.loads(manifest), source=source)
 
 
 def _percentile(ordered: list[float], q: int) -> float:

@@ -1,5 +1,9 @@
 """A fleet's results for people (an aligned table in Kubernetes units), for programs (JSON, exact
-integers) and for spreadsheets (CSV, one row per configuration, the scalar fields)."""
+integers) and for spreadsheets (CSV, one row per configuration, the scalar fields).
+
+Each configuration run once per seed; ``summaries`` (:mod:`kubeletemu.fleet.stats`) give each
+configuration's mean and 95 % interval over its seeds, and the table states a ranking only where the
+intervals separate."""
 
 from __future__ import annotations
 
@@ -11,13 +15,23 @@ from typing import Any
 
 import yaml
 
+from kubeletemu.fleet.stats import base_name, ranking, summaries
+
 CSV_FIELDS = (
-    "name", "scheduler", "cache", "resync_period_s", "exporter_period_s", "seed", "kubelet_versions",
-    "pods_total", "pods_created", "admissions", "topology_affinity_errors", "topology_affinity_error_rate",
-    "other_admission_errors", "pending_p50_s", "pending_p99_s", "pending_max_s", "scheduling_attempts",
-    "running_at_end", "never_scheduled", "resyncs.fingerprint_match", "resyncs.fingerprint_mismatch",
+    "name", "scheduler", "scheduler_version", "cache", "resync_period_s", "exporter", "exporter_period_s",
+    "seed", "kubelet_versions", "pods_total", "pods_created", "replacements", "admissions",
+    "topology_affinity_errors", "topology_affinity_error_rate", "other_admission_errors", "pending_p50_s",
+    "pending_p99_s", "pending_max_s", "time_to_running_p50_s", "time_to_running_p99_s",
+    "time_to_running_max_s", "scheduling_attempts", "running_at_end", "never_scheduled", "never_running",
+    "resyncs.fingerprint_match", "resyncs.fingerprint_mismatch", "stale_flushes",
     "largest_single_numa_free.cpu", "largest_single_numa_free.memory", "plugin_crashes", "simulated_s",
 )  # fmt: skip
+# The figures ranked (when their intervals separate), as the table names them.
+RANKED = (
+    ("topology_affinity_errors", "TopologyAffinityError"),
+    ("pending_p99_s", "pending p99"),
+    ("time_to_running_p99_s", "time to Running p99"),
+)
 _BINARY = (
     ("Ei", 1 << 60),
     ("Pi", 1 << 50),
@@ -52,13 +66,19 @@ def duration_text(seconds: float) -> str:
     return text + (f"{secs}s" if rest or not text else "")
 
 
+def document(results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """``{configurations: [per seed...], summaries: [per configuration...]}``."""
+    return {"configurations": [dict(r) for r in results], "summaries": summaries([dict(r) for r in results])}
+
+
 def render_json(results: Sequence[Mapping[str, Any]]) -> str:
-    return json.dumps({"configurations": list(results)}, indent=2)
+    """One object on one line, as every command's ``-o json`` prints its objects (JSON Lines)."""
+    return json.dumps(document(results))
 
 
 def render_yaml(results: Sequence[Mapping[str, Any]]) -> str:
     """The JSON document as YAML (``-o yaml``, as every other command offers)."""
-    return yaml.safe_dump({"configurations": [dict(r) for r in results]}, sort_keys=False)
+    return yaml.safe_dump(document(results), sort_keys=False)
 
 
 def _flat(result: Mapping[str, Any], key: str) -> Any:
@@ -79,10 +99,15 @@ def render_csv(results: Sequence[Mapping[str, Any]]) -> str:
     return out.getvalue()
 
 
+def _aligned(rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+
+
 def render_table(results: Sequence[Mapping[str, Any]]) -> str:
     header = (
-        "CONFIGURATION", "TOPOLOGYAFFINITYERROR", "OTHER", "PENDING P50", "P99", "MAX", "ATTEMPTS",
-        "RUNNING", "NEVER SCHEDULED", "RESYNCS (MATCH/MISMATCH)", "LARGEST FREE NUMA (CPU/MEMORY)",
+        "CONFIGURATION", "TOPOLOGYAFFINITYERROR", "OTHER", "PENDING P50", "P99", "MAX", "TO RUNNING P99",
+        "ATTEMPTS", "RUNNING", "NEVER RUNNING", "RESYNCS (MATCH/MISMATCH)", "LARGEST FREE NUMA (CPU/MEMORY)",
     )  # fmt: skip
     rows = [header]
     for r in results:
@@ -98,16 +123,85 @@ def render_table(results: Sequence[Mapping[str, Any]]) -> str:
                 duration_text(r["pending_p50_s"]),
                 duration_text(r["pending_p99_s"]),
                 duration_text(r["pending_max_s"]),
+                duration_text(r["time_to_running_p99_s"]),
                 str(r["scheduling_attempts"]),
                 str(r["running_at_end"]),
-                str(r["never_scheduled"]),
+                str(r["never_running"]),
                 matched if r["cache"] == "overreserve" else "-",
                 f"{cpu_text(free['cpu'])}/{bytes_text(free['memory'])}",
             )
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    lines = _aligned(rows)
+    lines.insert(0, _headline(results))
+    summary = summaries([dict(r) for r in results])
+    if any(len(s["seeds"]) > 1 for s in summary):
+        lines.extend(["", *_summary_table(summary), "", *_rankings(summary)])
+    return "\n".join(lines)
+
+
+def _headline(results: Sequence[Mapping[str, Any]]) -> str:
     nodes = results[0].get("nodes", "?") if results else 0
     pods = results[0]["pods_total"] if results else 0
-    lines.insert(0, f"fleet: {len(results)} configuration(s), {nodes} node(s), {pods} workload pod(s)")
-    return "\n".join(lines)
+    text = f"fleet: {len(results)} configuration(s), {nodes} node(s), {pods} workload pod(s)"
+    schedulers = sorted({str(r["scheduler_version"]) for r in results if r.get("scheduler_version")})
+    kubelets = sorted({str(v) for r in results for v in r.get("kubelet_versions", ())})
+    if schedulers:
+        text += f"; kube-scheduler {', '.join(schedulers)}"
+    if kubelets:
+        text += f", kubelet {', '.join(kubelets)}"
+    return text
+
+
+def _count(value: float | None) -> str:
+    return "-" if value is None else f"{max(0.0, value):.1f}".removesuffix(".0")
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else duration_text(max(0.0, value))
+
+
+def interval_text(summary: Mapping[str, Any], key: str) -> str:
+    """``mean [low, high]`` in the figure's unit (a count, or a duration for ``*_s``); the interval is
+    shown from 0, as neither can be negative."""
+    figure = summary[key]
+    show = _seconds if key.endswith("_s") else _count
+    if figure["low"] is None:
+        return show(figure["mean"])
+    return f"{show(figure['mean'])} [{show(figure['low'])}, {show(figure['high'])}]"
+
+
+def _summary_table(summary: Sequence[Mapping[str, Any]]) -> list[str]:
+    header = (
+        "CONFIGURATION",
+        "SEEDS",
+        "TOPOLOGYAFFINITYERROR",
+        "PENDING P50",
+        "PENDING P99",
+        "TO RUNNING P99",
+    )
+    rows = [header]
+    for s in summary:
+        rows.append(
+            (
+                s["name"],
+                str(len(s["seeds"])),
+                interval_text(s, "topology_affinity_errors"),
+                interval_text(s, "pending_p50_s"),
+                interval_text(s, "pending_p99_s"),
+                interval_text(s, "time_to_running_p99_s"),
+            )
+        )
+    return ["summary over seeds: mean [95 % interval, Student's t]", *_aligned(rows)]
+
+
+def _rankings(summary: Sequence[Mapping[str, Any]]) -> list[str]:
+    lines = ["ranking ('<' only where the 95 % intervals separate, '≈' where they overlap):"]
+    for key, label in RANKED:
+        lines.append(f"  {label}: {ranking(summary, key)}")
+    return lines
+
+
+__all__ = [
+    "CSV_FIELDS", "base_name", "bytes_text", "cpu_text", "document", "duration_text", "interval_text",
+    "render_csv", "render_json", "render_table", "render_yaml",
+]  # fmt: skip

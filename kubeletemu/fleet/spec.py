@@ -4,6 +4,7 @@
 apiVersion: kubeletemu.io/v1alpha1
 kind: Fleet
 seed: 1                          # the default of matrix.seeds
+schedulerVersion: "1.36"         # kube-scheduler's queue (1.32 ... 1.36; default the newest)
 nodeGroups:                      # every node is a real NodeEmulator
 - name: worker                   # nodes are worker-000, worker-001, ...
   count: 50
@@ -11,12 +12,18 @@ nodeGroups:                      # every node is a real NodeEmulator
     synthetic: {sockets: 2, coresPerSocket: 20, threadsPerCore: 2, nodesPerSocket: 1, memoryGiBPerNode: 93}
   config: [kubelet-config.yaml]  # KubeletConfiguration (+ EmulatorConfiguration) files
   labels: {node.koordinator.sh/numa-topology-policy: SingleNUMANode}   # the Node object's labels
-  kubeletVersion: "1.33"         # optional: wins over the files' kubeletVersion
+  kubeletVersion: "1.34"         # optional: wins over the files' kubeletVersion
 exporter:                        # one per node, publishing the node's NRT (kubeletemu nrt)
-  period: 60s                    # RTE/nfd-topology-updater sleep-interval; 0: no ticker
-  jitter: 5s                     # each wait is period + uniform [0, jitter)
-  onChange: {delay: 1s}          # optional: also publish this long after the node changes (RTE --notify-file)
-  fingerprintMethod: with-exclusive-resources   # RTE's default; nfd-topology-updater's is all
+  type: resource-topology-exporter   # or nfd-topology-updater (Koordinator profiles read koordlet's)
+  period: 60s                    # the fixed ticker (RTE/nfd --sleep-interval, koordlet's sync); 0: none
+  notifyFile: true               # RTE --notify-file, touched by the OCI hook at container poststart/poststop
+                                 #   of Guaranteed pods (default false, as RTE's)
+  maxEventsPerSecond: 1          # RTE's rate limiter (--max-events-per-second; 0: none)
+  kubeletStateDir: true          # nfd-topology-updater --kubelet-state-dir watched (its default)
+  fingerprintMethod: with-exclusive-resources   # RTE's default; nfd-topology-updater signs every listed pod
+controllers:                     # kube-controller-manager's, as far as the fleet needs them
+  replicaSet: {informerDelay: 100ms, syncDelay: 100ms}
+  podGC: {terminatedPodThreshold: 12500}   # --terminated-pod-gc-threshold, checked every 20 s
 schedulers:                      # the setups to compare, by name
 - name: default                  # the NUMA-blind default scheduler
   model: default
@@ -26,28 +33,39 @@ schedulers:                      # the setups to compare, by name
 - name: koordinator
   config: kube-scheduler.yaml    # a KubeSchedulerConfiguration file (or inline, as a mapping)
   profile: koord-scheduler       # which profile (default: the first)
-- name: exact                    # each node's WouldAdmit: the best any predictor could do
+  schedulerVersion: "1.33"       # optional: this scheduler's queue version
+- name: exact                    # each node's WouldAdmit as Filter, the default scores
   model: exact
+- name: exact-numa               # the same Filter, scored fewest NUMA nodes then tightest fit (exact state)
+  model: exact-numa
 workload:
   templates:                     # or trace: FILE (Pod manifests annotated with arrival times)
-  - weight: 3
+  - weight: 3                    # one-shot pods of the arrival process, each a slot of its template's
     pod: {metadata: {name: web}, spec: {containers: [{name: c, resources: {limits: {cpu: "4"}}}]}}
-  rate: 2                        # Poisson arrivals per second
+  - replicas: 10                 # or a ReplicaSet of this many pods, created at the start
+    pod: {metadata: {name: db}, spec: {containers: [{name: c, resources: {limits: {cpu: "8"}}}]}}
+  rate: 2                        # Poisson arrivals per second (with weighted templates)
   total: 400
   lifetime: {exponential: 120s}  # or {fixed: 60s}, {uniform: [30s, 90s]}; absent: pods run to the end
-  recreateBackoff: 1s            # a pod the kubelet rejects is re-created by its controller this much later
-  drain: 300s                    # after the last arrival, how long pending pods may still retry
+  startupLatency: {uniform: [1s, 3s]}   # bind (and admission) to Running; this is the default
+  drain: 300s                    # after the last arrival, how long pods may still get to Running
 matrix:                          # each axis optional
   schedulers: [default, topology-aware, exact]   # default: every scheduler
   caches: [passthrough, overreserve]   # NodeResourceTopologyMatch only: overrides its args
   resyncPeriods: [5s]            # overreserve only (whole seconds)
   exporterPeriods: [10s]         # schedulers that read NRTs only
-  seeds: [1]
+  seeds: [1, 2, 3, 4, 5]         # a summary with a 95 % interval per configuration over its seeds
 ```
 
 A trace file holds Pod manifests, each annotated ``fleet.kubeletemu.io/arrival`` (seconds or a duration,
 from the start) and optionally ``fleet.kubeletemu.io/lifetime``. Relative paths are taken from the
 file's directory.
+
+Fields that older files used and the engine no longer has are refused with a pointer to what replaced
+them: ``workload.recreateBackoff`` (a ReplicaSet replaces a Failed pod when it observes it:
+``controllers.replicaSet``), ``exporter.jitter`` (the exporters' tickers are fixed; each node's ticker phase
+comes from the seed) and ``exporter.onChange`` (``exporter.notifyFile`` for RTE, ``exporter.kubeletStateDir``
+for nfd-topology-updater).
 
 :meth:`FleetSpec.configurations` expands the matrix: scheduler × cache × resync period × exporter period ×
 seed, an axis that does not apply to a scheduler collapsing for it (the default scheduler and ``exact``
@@ -76,6 +94,15 @@ from kubeletemu.config import Config, ConfigError, load_config, parse_config
 from kubeletemu.config import fields as read
 from kubeletemu.config.emulator_config import parse_duration
 from kubeletemu.config.loader import check_feature_gates
+from kubeletemu.fleet.distributions import (
+    EXPONENTIAL,
+    FIXED,
+    KINDS,
+    UNIFORM,
+    Distribution,
+    Lifetime,
+)
+from kubeletemu.fleet.queue import versions as scheduler_versions
 from kubeletemu.manifest import ManifestError, parse_pods, pod_from_manifest
 from kubeletemu.scheduler.live import FLAVOUR_KOORDLET, FLAVOUR_RTE
 from kubeletemu.scheduler.nrtmatch.args import NodeResourceTopologyMatchArgs
@@ -89,20 +116,51 @@ from kubeletemu.versions.version import parse_version
 
 KIND = "Fleet"
 EXACT = "exact"
+EXACT_NUMA = "exact-numa"
+EXACT_SETUPS = (EXACT, EXACT_NUMA)  # kubeletemu.fleet.cycle.exact builds them
 DEFAULT = "default"
 NRT_MATCH = "NodeResourceTopologyMatch"
 KOORDINATOR_PLUGINS = ("NodeNUMAResource", "NodeNUMAResourceDesign")
 PASSTHROUGH, OVERRESERVE, DISCARDRESERVED = "passthrough", "overreserve", "discardreserved"
 CACHES = (PASSTHROUGH, OVERRESERVE, DISCARDRESERVED)
 FINGERPRINT_METHODS = ("with-exclusive-resources", "all")
+# The exporters: the two that publish for NodeResourceTopologyMatch, and Koordinator's koordlet.
+RTE = "resource-topology-exporter"
+NFD = "nfd-topology-updater"
+KOORDLET = "koordlet"
+EXPORTER_TYPES = (RTE, NFD)
 ARRIVAL_ANNOTATION = "fleet.kubeletemu.io/arrival"
 LIFETIME_ANNOTATION = "fleet.kubeletemu.io/lifetime"
 
-_TOP_KEYS = ("apiVersion", "kind", "seed", "nodeGroups", "exporter", "schedulers", "workload", "matrix")
+_TOP_KEYS = (
+    "apiVersion", "kind", "seed", "schedulerVersion", "nodeGroups", "exporter", "controllers", "schedulers",
+    "workload", "matrix",
+)  # fmt: skip
 _GROUP_KEYS = ("name", "count", "topology", "config", "labels", "kubeletVersion")
-_EXPORTER_KEYS = ("period", "jitter", "onChange", "fingerprintMethod")
-_SCHEDULER_KEYS = ("name", "model", "args", "config", "profile")
-_WORKLOAD_KEYS = ("templates", "trace", "rate", "total", "lifetime", "recreateBackoff", "drain")
+_EXPORTER_KEYS = (
+    "type",
+    "period",
+    "notifyFile",
+    "maxEventsPerSecond",
+    "kubeletStateDir",
+    "fingerprintMethod",
+)
+_CONTROLLERS_KEYS = ("replicaSet", "podGC")
+_SCHEDULER_KEYS = ("name", "model", "args", "config", "profile", "schedulerVersion")
+_WORKLOAD_KEYS = ("templates", "trace", "rate", "total", "lifetime", "startupLatency", "drain")
+# Fields of older files, refused with what replaced them.
+_REMOVED = {
+    "workload.recreateBackoff": "removed: a ReplicaSet replaces a Failed pod when it observes it "
+    "(controllers.replicaSet: informerDelay, syncDelay)",
+    "exporter.jitter": "removed: the exporters' tickers are fixed, as RTE's and nfd-topology-updater's are "
+    "(each node's ticker phase comes from the seed)",
+    "exporter.onChange": "removed: use exporter.notifyFile (RTE's --notify-file) or exporter.kubeletStateDir "
+    "(nfd-topology-updater)",
+}
+# A realistic start-up (image present, containers starting): bind to Running.
+DEFAULT_STARTUP_LATENCY = Distribution(UNIFORM, 1.0, 3.0)
+# kube-controller-manager's --terminated-pod-gc-threshold default.
+DEFAULT_TERMINATED_POD_GC_THRESHOLD = 12500
 _MATRIX_KEYS = ("schedulers", "caches", "resyncPeriods", "exporterPeriods", "seeds")
 # A plugin enabled on top of the default resource plugins, as scheduler.catalog writes its setups.
 _PLUGIN_TEMPLATE = {
@@ -140,26 +198,38 @@ class NodeGroupSpec:
 
 @dataclass(frozen=True)
 class ExporterSpec:
+    """One exporter per node (:mod:`kubeletemu.fleet.exporters`): ``type`` is :data:`RTE`, :data:`NFD` or
+    :data:`KOORDLET` (set by the configuration from the scheduler's plugins)."""
+
     period_s: float
-    jitter_s: float = 0.0
-    on_change_delay_s: float | None = None
+    type: str = RTE
+    notify_file: bool = False
+    max_events_per_second: int = 1
+    kubelet_state_dir: bool = True
     fingerprint_method: str = "with-exclusive-resources"
 
 
 @dataclass(frozen=True)
-class Lifetime:
-    """``kind`` fixed (a), exponential (mean a), uniform [a, b]; ``forever`` runs to the end."""
+class ReplicaSetSpec:
+    """The ReplicaSet controller's reaction time: a pod change reaches its informer ``informer_delay_s``
+    after the API server has it; a sync (the creates it sends included) takes ``sync_delay_s``."""
 
-    kind: str = "forever"
-    a: float = 0.0
-    b: float = 0.0
+    informer_delay_s: float = 0.1
+    sync_delay_s: float = 0.1
+
+
+@dataclass(frozen=True)
+class ControllersSpec:
+    replica_set: ReplicaSetSpec = field(default_factory=ReplicaSetSpec)
+    terminated_pod_gc_threshold: int = DEFAULT_TERMINATED_POD_GC_THRESHOLD
 
 
 @dataclass(frozen=True)
 class Template:
     name: str
-    weight: float
+    weight: float  # 0 for a ReplicaSet template (not in the arrival process)
     manifest: str  # the Pod manifest as JSON text
+    replicas: int | None = None
 
 
 @dataclass(frozen=True)
@@ -176,12 +246,14 @@ class WorkloadSpec:
     total: int = 0
     lifetime: Lifetime = field(default_factory=Lifetime)
     trace: tuple[TraceEntry, ...] = ()
-    recreate_backoff_s: float = 1.0
     drain_s: float = 300.0
+    startup_latency: Distribution = DEFAULT_STARTUP_LATENCY
 
     @property
     def pods(self) -> int:
-        return len(self.trace) if self.trace else self.total
+        """The workload's pods (controller slots): arrivals, or trace entries, plus ReplicaSet replicas."""
+        replicas = sum(t.replicas or 0 for t in self.templates)
+        return (len(self.trace) if self.trace else self.total) + replicas
 
 
 @dataclass(frozen=True)
@@ -190,7 +262,7 @@ class ConfigurationSpec:
 
     name: str
     scheduler: str
-    kind: str  # "profile" or "exact"
+    kind: str  # "profile", "exact" or "exact-numa"
     # The KubeSchedulerConfiguration text ("" for the default profile) and the profile's schedulerName.
     scheduler_config: str
     profile: str | None
@@ -203,9 +275,11 @@ class ConfigurationSpec:
     seed: int
     source: str = "<fleet>"
     percentage_of_nodes_to_score: int = 0
+    scheduler_version: str = scheduler_versions.DEFAULT_VERSION
+    controllers: ControllersSpec = field(default_factory=ControllersSpec)
 
     def build_profile(self) -> Profile:
-        if self.kind == EXACT or not self.scheduler_config:
+        if self.kind in EXACT_SETUPS or not self.scheduler_config:
             return default_profile()
         profiles = parse_profiles(self.scheduler_config, f"{self.source}: scheduler {self.scheduler}")
         return profiles[self.profile] if self.profile else next(iter(profiles.values()))
@@ -225,6 +299,7 @@ class _Scheduler:
     kind: str
     config: Mapping[str, Any] | None  # the KubeSchedulerConfiguration document; None: default profile
     profile: str | None
+    version: str | None = None  # its own schedulerVersion
 
 
 @dataclass(frozen=True)
@@ -244,6 +319,8 @@ class FleetSpec:
     schedulers: tuple[_Scheduler, ...]
     workload: WorkloadSpec
     matrix: _Matrix
+    scheduler_version: str = scheduler_versions.DEFAULT_VERSION
+    controllers: ControllersSpec = field(default_factory=ControllersSpec)
 
     def configurations(self) -> list[ConfigurationSpec]:
         """The matrix, expanded in the order of its axes; every configuration validated."""
@@ -266,12 +343,13 @@ class FleetSpec:
         self, scheduler: _Scheduler, cache: str | None, resync: float | None, period: float, seed: int
     ) -> ConfigurationSpec:
         where = _Where(self.source)
-        if scheduler.kind == EXACT:
+        version = scheduler.version or self.scheduler_version
+        if scheduler.kind in EXACT_SETUPS:
             return ConfigurationSpec(
-                name=f"{scheduler.name}/seed={seed}", scheduler=scheduler.name, kind=EXACT,
+                name=f"{scheduler.name}/seed={seed}", scheduler=scheduler.name, kind=scheduler.kind,
                 scheduler_config="", profile=None, flavour=FLAVOUR_RTE, cache=None, resync_period_s=None,
                 exporter=None, node_groups=self.node_groups, workload=self.workload, seed=seed,
-                source=self.source,
+                source=self.source, scheduler_version=version, controllers=self.controllers,
             )  # fmt: skip
         document = dict(scheduler.config) if scheduler.config is not None else None
         plugins = _profile_plugins(document, scheduler.profile)
@@ -300,10 +378,8 @@ class FleetSpec:
             parts.append(f"resync={_seconds(resync_s)}")
         exporter = None
         if reads_nrt:
-            exporter = ExporterSpec(
-                period, self.exporter.jitter_s, self.exporter.on_change_delay_s,
-                self.exporter.fingerprint_method,
-            )  # fmt: skip
+            kind = KOORDLET if flavour == FLAVOUR_KOORDLET else self.exporter.type
+            exporter = dataclasses.replace(self.exporter, period_s=period, type=kind)
             parts.append(f"exporter={_seconds(period)}")
         parts.append(f"seed={seed}")
         config = ConfigurationSpec(
@@ -312,6 +388,7 @@ class FleetSpec:
             exporter=exporter, node_groups=self.node_groups, workload=self.workload, seed=seed,
             source=self.source,
             percentage_of_nodes_to_score=_percentage(where, scheduler.name, document),
+            scheduler_version=version, controllers=self.controllers,
         )  # fmt: skip
         try:
             config.build_profile()  # parses every plugin's args, the cache's included
@@ -421,21 +498,43 @@ def parse_fleet(text: str, source: str = "<fleet>", base_dir: str | os.PathLike[
     _known(where, "", doc, _TOP_KEYS)
     base = Path(base_dir)
     seed = read.integer(where, "seed", doc.get("seed", 1))
+    version = _scheduler_version(where, "schedulerVersion", doc.get("schedulerVersion"))
     groups = _node_groups(where, base, doc.get("nodeGroups"))
     exporter = _exporter(where, doc.get("exporter"))
+    controllers = _controllers(where, doc.get("controllers"))
     schedulers = _schedulers(where, base, doc.get("schedulers"))
     workload = _workload(where, base, doc.get("workload"))
     matrix = _matrix(where, doc.get("matrix"), schedulers, exporter, seed)
-    spec = FleetSpec(source, groups, exporter, schedulers, workload, matrix)
+    spec = FleetSpec(
+        source, groups, exporter, schedulers, workload, matrix, version or scheduler_versions.DEFAULT_VERSION,
+        controllers,
+    )  # fmt: skip
     spec.configurations()  # every configuration's scheduler is built once here: bad input fails now
     return spec
 
 
 def _known(where: _Where, path: str, mapping: Mapping[str, Any], keys: Sequence[str]) -> None:
+    prefix = f"{path}." if path else ""
+    for key in mapping:
+        removed = _REMOVED.get(f"{prefix}{key}")
+        if removed is not None:
+            raise where.error(f"{prefix}{key}", removed)
     unknown = sorted(set(mapping) - set(keys))
     if unknown:
-        prefix = f"{path}." if path else ""
         raise where.error(f"{prefix}{unknown[0]}", f"unknown field: expected one of {', '.join(keys)}")
+
+
+def _scheduler_version(where: _Where, path: str, raw: Any) -> str | None:
+    """A kube-scheduler minor version the queue is exact to (``1.33`` or ``v1.33.2``: the minor counts)."""
+    if raw is None:
+        return None
+    text = read.scalar_text(where, path, raw).strip().removeprefix("v")
+    minor = ".".join(text.split(".")[:2])
+    try:
+        return scheduler_versions.check_version(minor)
+    except ValueError:
+        supported = ", ".join(scheduler_versions.SUPPORTED)
+        raise where.error(path, f"{raw!r}: supported kube-scheduler versions: {supported}") from None
 
 
 def _resolve(base: Path, value: str) -> str:
@@ -547,23 +646,58 @@ def _topology(where: _Where, base: Path, path: str, raw: Any) -> TopologySource:
 def _exporter(where: _Where, raw: Any) -> ExporterSpec:
     exporter = read.mapping(where, "exporter", raw)
     _known(where, "exporter", exporter, _EXPORTER_KEYS)
+    kind = read.string(where, "exporter.type", exporter.get("type", RTE))
+    if kind not in EXPORTER_TYPES:
+        raise where.error("exporter.type", f"{kind!r}: expected one of {', '.join(EXPORTER_TYPES)}")
     period = duration(where, "exporter.period", exporter.get("period", "60s"))
-    jitter = duration(where, "exporter.jitter", exporter.get("jitter", 0))
-    delay: float | None = None
-    if exporter.get("onChange") is not None:
-        on_change = read.mapping(where, "exporter.onChange", exporter["onChange"])
-        _known(where, "exporter.onChange", on_change, ("delay",))
-        delay = duration(where, "exporter.onChange.delay", on_change.get("delay", "1s"))
-    if period == 0 and delay is None:
-        raise where.error("exporter", "period 0 (no ticker) needs onChange, or no NRT is ever refreshed")
+    if kind == NFD:
+        for key in ("notifyFile", "maxEventsPerSecond", "fingerprintMethod"):
+            if key in exporter:
+                raise where.error(
+                    f"exporter.{key}", f"only with type {RTE} (nfd-topology-updater has no such option)"
+                )
+    elif "kubeletStateDir" in exporter:
+        raise where.error("exporter.kubeletStateDir", f"only with type {NFD}")
+    notify = read.boolean(where, "exporter.notifyFile", exporter.get("notifyFile", False))
+    state_dir = read.boolean(where, "exporter.kubeletStateDir", exporter.get("kubeletStateDir", True))
+    rate = read.integer(where, "exporter.maxEventsPerSecond", exporter.get("maxEventsPerSecond", 1))
+    if rate < 0:
+        raise where.error("exporter.maxEventsPerSecond", f"must be at least 0, got {rate}")
+    if period == 0 and not (notify if kind == RTE else state_dir):
+        trigger = "notifyFile" if kind == RTE else "kubeletStateDir"
+        raise where.error("exporter", f"period 0 (no ticker) needs {trigger}, or no NRT is ever refreshed")
+    default_method = FINGERPRINT_METHODS[0] if kind == RTE else "all"
     method = read.string(
-        where, "exporter.fingerprintMethod", exporter.get("fingerprintMethod", FINGERPRINT_METHODS[0])
+        where, "exporter.fingerprintMethod", exporter.get("fingerprintMethod", default_method)
     )
     if method not in FINGERPRINT_METHODS:
         raise where.error(
             "exporter.fingerprintMethod", f"{method!r}: expected one of {', '.join(FINGERPRINT_METHODS)}"
         )
-    return ExporterSpec(period, jitter, delay, method)
+    return ExporterSpec(period, kind, notify, rate, state_dir, method)
+
+
+def _controllers(where: _Where, raw: Any) -> ControllersSpec:
+    controllers = read.mapping(where, "controllers", raw)
+    _known(where, "controllers", controllers, _CONTROLLERS_KEYS)
+    rs = read.mapping(where, "controllers.replicaSet", controllers.get("replicaSet"))
+    _known(where, "controllers.replicaSet", rs, ("informerDelay", "syncDelay"))
+    defaults = ReplicaSetSpec()
+    replica_set = ReplicaSetSpec(
+        duration(
+            where, "controllers.replicaSet.informerDelay", rs.get("informerDelay", defaults.informer_delay_s)
+        ),
+        duration(where, "controllers.replicaSet.syncDelay", rs.get("syncDelay", defaults.sync_delay_s)),
+    )
+    gc = read.mapping(where, "controllers.podGC", controllers.get("podGC"))
+    _known(where, "controllers.podGC", gc, ("terminatedPodThreshold",))
+    threshold = read.integer(
+        where, "controllers.podGC.terminatedPodThreshold",
+        gc.get("terminatedPodThreshold", DEFAULT_TERMINATED_POD_GC_THRESHOLD),
+    )  # fmt: skip
+    if threshold < 0:
+        raise where.error("controllers.podGC.terminatedPodThreshold", f"must be at least 0, got {threshold}")
+    return ControllersSpec(replica_set, threshold)
 
 
 def _schedulers(where: _Where, base: Path, raw: Any) -> tuple[_Scheduler, ...]:
@@ -578,19 +712,21 @@ def _schedulers(where: _Where, base: Path, raw: Any) -> tuple[_Scheduler, ...]:
         name = read.string(where, f"{path}.name", entry.get("name"))
         if not name or "/" in name or name in {s.name for s in out}:
             raise where.error(f"{path}.name", f"{name!r}: expected a unique name without '/'")
+        version = _scheduler_version(where, f"{path}.schedulerVersion", entry.get("schedulerVersion"))
         if ("model" in entry) == ("config" in entry):
             raise where.error(path, "expected exactly one of model, config")
         if "model" in entry:
             model = read.string(where, f"{path}.model", entry["model"])
             if "profile" in entry:
                 raise where.error(f"{path}.profile", "only with config")
-            if model in (EXACT, DEFAULT):
+            if model in (*EXACT_SETUPS, DEFAULT):
                 if "args" in entry:
                     raise where.error(f"{path}.args", f"model {model} takes no args")
-                out.append(_Scheduler(name, EXACT if model == EXACT else "profile", None, None))
+                kind = model if model in EXACT_SETUPS else "profile"
+                out.append(_Scheduler(name, kind, None, None, version))
                 continue
             if model not in MODELS:
-                known = ", ".join([DEFAULT, EXACT, *MODELS])
+                known = ", ".join([DEFAULT, *EXACT_SETUPS, *MODELS])
                 raise where.error(f"{path}.model", f"unknown scheduler {model!r}: expected one of {known}")
             args = read.mapping(where, f"{path}.args", entry.get("args"))
             document = {
@@ -603,7 +739,7 @@ def _schedulers(where: _Where, base: Path, raw: Any) -> tuple[_Scheduler, ...]:
                     }
                 ],
             }
-            out.append(_Scheduler(name, "profile", document, name))
+            out.append(_Scheduler(name, "profile", document, name, version))
             continue
         if "args" in entry:
             raise where.error(
@@ -629,32 +765,33 @@ def _schedulers(where: _Where, base: Path, raw: Any) -> tuple[_Scheduler, ...]:
             raise where.error(f"{path}.config", str(err)) from None
         if profile is not None and profile not in profiles:
             raise where.error(f"{path}.profile", f"no profile {profile!r} (profiles: {', '.join(profiles)})")
-        out.append(_Scheduler(name, "profile", yaml.safe_load(text), profile))
+        out.append(_Scheduler(name, "profile", yaml.safe_load(text), profile, version))
     return tuple(out)
 
 
-def _lifetime(where: _Where, raw: Any) -> Lifetime:
-    if raw is None:
-        return Lifetime()
-    body = read.mapping(where, "workload.lifetime", raw)
+def _distribution(where: _Where, path: str, raw: Any, *, allow_zero: bool = False) -> Distribution:
+    """``{fixed: D}``, ``{exponential: MEAN}`` or ``{uniform: [MIN, MAX]}`` (durations)."""
+    body = read.mapping(where, path, raw)
     if len(body) != 1:
-        raise where.error("workload.lifetime", "expected exactly one of fixed, exponential, uniform")
+        raise where.error(path, f"expected exactly one of {', '.join(KINDS)}")
     ((kind, value),) = body.items()
-    path = f"workload.lifetime.{kind}"
-    if kind in ("fixed", "exponential"):
-        return Lifetime(kind, duration(where, path, value, allow_zero=False))
-    if kind == "uniform":
-        bounds = read.sequence(where, path, value)
+    at = f"{path}.{kind}"
+    if kind in (FIXED, EXPONENTIAL):
+        return Distribution(kind, duration(where, at, value, allow_zero=allow_zero))
+    if kind == UNIFORM:
+        bounds = read.sequence(where, at, value)
         if len(bounds) != 2:
-            raise where.error(path, "expected [min, max]")
-        low = duration(where, f"{path}[0]", bounds[0])
-        high = duration(where, f"{path}[1]", bounds[1], allow_zero=False)
+            raise where.error(at, "expected [min, max]")
+        low = duration(where, f"{at}[0]", bounds[0])
+        high = duration(where, f"{at}[1]", bounds[1], allow_zero=allow_zero)
         if low > high:
-            raise where.error(path, f"min {bounds[0]} is above max {bounds[1]}")
-        return Lifetime(kind, low, high)
-    raise where.error(
-        "workload.lifetime", f"unknown distribution {kind!r}: expected fixed, exponential, uniform"
-    )
+            raise where.error(at, f"min {bounds[0]} is above max {bounds[1]}")
+        return Distribution(kind, low, high)
+    raise where.error(path, f"unknown distribution {kind!r}: expected {', '.join(KINDS)}")
+
+
+def _lifetime(where: _Where, raw: Any) -> Lifetime:
+    return Lifetime() if raw is None else _distribution(where, "workload.lifetime", raw)
 
 
 def _rate(where: _Where, value: Any) -> float:
@@ -668,9 +805,13 @@ def _rate(where: _Where, value: Any) -> float:
 def _workload(where: _Where, base: Path, raw: Any) -> WorkloadSpec:
     workload = read.mapping(where, "workload", raw)
     _known(where, "workload", workload, _WORKLOAD_KEYS)
-    backoff = duration(where, "workload.recreateBackoff", workload.get("recreateBackoff", "1s"))
     drain = duration(where, "workload.drain", workload.get("drain", "300s"))
     lifetime = _lifetime(where, workload.get("lifetime"))
+    startup = (
+        DEFAULT_STARTUP_LATENCY
+        if workload.get("startupLatency") is None
+        else _distribution(where, "workload.startupLatency", workload["startupLatency"], allow_zero=True)
+    )
     if ("templates" in workload) == ("trace" in workload):
         raise where.error("workload", "expected exactly one of templates (with rate and total), trace")
     if "trace" in workload:
@@ -678,30 +819,44 @@ def _workload(where: _Where, base: Path, raw: Any) -> WorkloadSpec:
             if key in workload:
                 raise where.error(f"workload.{key}", "not with trace: the trace gives the arrivals")
         trace = _trace(where, _resolve(base, read.string(where, "workload.trace", workload["trace"])))
-        return WorkloadSpec(lifetime=lifetime, trace=trace, recreate_backoff_s=backoff, drain_s=drain)
+        return WorkloadSpec(lifetime=lifetime, trace=trace, drain_s=drain, startup_latency=startup)
     templates: list[Template] = []
     for index, item in enumerate(read.sequence(where, "workload.templates", workload["templates"])):
         path = f"workload.templates[{index}]"
         entry = read.mapping(where, path, item)
-        _known(where, path, entry, ("weight", "pod"))
-        weight = entry.get("weight", 1)
-        if isinstance(weight, bool) or not isinstance(weight, int | float) or not weight > 0:
-            raise where.error(f"{path}.weight", f"must be a positive number, got {weight!r}")
+        _known(where, path, entry, ("weight", "replicas", "pod"))
+        replicas: int | None = None
+        weight: Any = 0.0
+        if "replicas" in entry:
+            if "weight" in entry:
+                raise where.error(
+                    f"{path}.weight", "not with replicas: a ReplicaSet's pods are not in the arrival process"
+                )
+            replicas = _positive_int(where, f"{path}.replicas", entry["replicas"])
+        else:
+            weight = entry.get("weight", 1)
+            if isinstance(weight, bool) or not isinstance(weight, int | float) or not weight > 0:
+                raise where.error(f"{path}.weight", f"must be a positive number, got {weight!r}")
         manifest = read.mapping(where, f"{path}.pod", entry.get("pod"))
         try:
-            pod = pod_from_manifest(manifest, source=f"{where.source} {path}.pod")
+            pod = pod_from_manifest(manifest, source=f"{where.source}: {path}.pod")
         except ManifestError as err:
             raise FleetError(str(err)) from None
         if pod.name in {t.name for t in templates}:
             raise where.error(f"{path}.pod.metadata.name", f"duplicate template name {pod.name!r}")
-        templates.append(Template(pod.name, float(weight), json.dumps(manifest, sort_keys=True)))
+        templates.append(Template(pod.name, float(weight), json.dumps(manifest, sort_keys=True), replicas))
     if not templates:
         raise where.error("workload.templates", "expected at least one pod template")
+    if not any(t.replicas is None for t in templates):
+        for key in ("rate", "total"):
+            if key in workload:
+                raise where.error(f"workload.{key}", "only with weighted templates (the arrival process)")
+        return WorkloadSpec(tuple(templates), 0.0, 0, lifetime, (), drain, startup)
     if "rate" not in workload:
-        raise where.error("workload.rate", "required with templates")
+        raise where.error("workload.rate", "required with weighted templates")
     rate = _rate(where, workload["rate"])
     total = _positive_int(where, "workload.total", workload.get("total"))
-    return WorkloadSpec(tuple(templates), rate, total, lifetime, (), backoff, drain)
+    return WorkloadSpec(tuple(templates), rate, total, lifetime, (), drain, startup)
 
 
 def _trace(where: _Where, file: str) -> tuple[TraceEntry, ...]:
@@ -784,9 +939,11 @@ def _matrix(
         duration(where, f"matrix.exporterPeriods[{i}]", p)
         for i, p in enumerate(read.sequence(where, "matrix.exporterPeriods", matrix.get("exporterPeriods")))
     ) or (exporter.period_s,)
+    trigger = exporter.notify_file if exporter.type == RTE else exporter.kubelet_state_dir
     for i, period in enumerate(periods):
-        if period == 0 and exporter.on_change_delay_s is None:
-            raise where.error(f"matrix.exporterPeriods[{i}]", "0 (no ticker) needs exporter.onChange")
+        if period == 0 and not trigger:
+            needs = "exporter.notifyFile" if exporter.type == RTE else "exporter.kubeletStateDir"
+            raise where.error(f"matrix.exporterPeriods[{i}]", f"0 (no ticker) needs {needs}")
     seeds = tuple(
         read.integer(where, f"matrix.seeds[{i}]", s)
         for i, s in enumerate(read.sequence(where, "matrix.seeds", matrix.get("seeds")))

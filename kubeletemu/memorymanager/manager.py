@@ -11,6 +11,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from kubeletemu.golang import go_quote
 from kubeletemu.memorymanager.errors import MemoryManagerError
 from kubeletemu.memorymanager.machine import MachineInfo
 from kubeletemu.memorymanager.policy import Policy
@@ -53,7 +54,17 @@ ActivePodsFunc = Callable[[], Iterable[Pod | str]]
 class MemoryManager:
     """``manager``: implements ``HintProvider``. Build it with :func:`new_manager`."""
 
-    def __init__(self, policy: Policy, state: State, active_pods: ActivePodsFunc | None = None) -> None:
+    def __init__(
+        self,
+        policy: Policy,
+        state: State,
+        active_pods: ActivePodsFunc | None = None,
+        *,
+        start: bool = True,
+        allocatable: list[Block] | None = None,
+    ) -> None:
+        """``start`` False skips the policy's ``Start``, and ``allocatable`` is what it computed (a what-if
+        copy of a running manager, see :meth:`copy_for`)."""
         self.policy = policy
         self.state = state
         self.active_pods = active_pods
@@ -62,8 +73,38 @@ class MemoryManager:
         self._container_map: dict[str, tuple[str, str]] = {}
         # The pod being admitted counts as active, like the kubelet's pending-admission pod.
         self._pending_pod: str | None = None
-        self.policy.start(self.state)
-        self._allocatable = self.policy.get_allocatable_memory(self.state)
+        if start:
+            self._start()
+        self._allocatable = (
+            self.policy.get_allocatable_memory(self.state) if allocatable is None else allocatable
+        )
+
+    def _start(self) -> None:
+        """``Start``'s policy start. On a checkpoint the kubelet logs "Invalid state, please drain node and
+        remove policy state file" and stops with ``start memory manager error: <err>``
+        (``container_manager_linux.go``); that text, naming the file."""
+        try:
+            self.policy.start(self.state)
+        except MemoryManagerError as err:
+            path = getattr(self.state, "path", None)
+            if path is None:
+                raise
+            raise MemoryManagerError(
+                f"start memory manager error: {err} (invalid state in {go_quote(str(path))}: please drain "
+                "node and remove policy state file)"
+            ) from None
+
+    def copy_for(self, affinity: Store, active_pods: ActivePodsFunc | None = None) -> MemoryManager:
+        """A manager on an in-memory copy of this one's state, bound to ``affinity`` (another Topology
+        Manager): what a what-if runs on. ``Start`` is not run again: the kubelet validates its state only
+        when it starts, never at admission, and a state admissions reached need not pass that check
+        (kubernetes#113035). Nothing accumulated is carried (as a manager built on the copy would have)."""
+        with self._lock:
+            state = _copy_state(self.state)
+            policy: Policy = (
+                self.policy.copy_for(affinity) if isinstance(self.policy, StaticPolicy) else NonePolicy()
+            )
+        return MemoryManager(policy, state, active_pods, start=False, allocatable=self._allocatable)
 
     @property
     def policy_name(self) -> str:
@@ -181,14 +222,16 @@ class MemoryManager:
         return {node: dict(s.memory_map) for node, s in self.state.get_machine_state().items()}
 
     def allocatable_per_numa(self) -> dict[int, dict[str, int]]:
-        return {n: {r: t.allocatable for r, t in m.items()} for n, m in self.memory_tables().items()}
+        machine_state = self.state.read_machine_state()
+        return {n: {r: t.allocatable for r, t in s.memory_map.items()} for n, s in machine_state.items()}
 
     def assigned_per_numa(self) -> dict[int, dict[str, int]]:
         """Bytes reserved for containers per node and resource (KEP-6007's ``assignedBytes``)."""
-        return {n: {r: t.reserved for r, t in m.items()} for n, m in self.memory_tables().items()}
+        machine_state = self.state.read_machine_state()
+        return {n: {r: t.reserved for r, t in s.memory_map.items()} for n, s in machine_state.items()}
 
     def numa_groups(self) -> dict[int, list[int]]:
-        return {n: list(s.cells) for n, s in self.state.get_machine_state().items()}
+        return {n: list(s.cells) for n, s in self.state.read_machine_state().items()}
 
     def metrics(self) -> MemoryManagerMetrics:
         with self._lock:
@@ -257,6 +300,17 @@ def new_manager(
             )
         )
     return MemoryManager(policy, state, active_pods)
+
+
+def _copy_state(state: State) -> MemoryState:
+    """An in-memory copy of ``state``."""
+    if isinstance(state, MemoryState | CheckpointState):
+        return state.copy()
+    copied = MemoryState()
+    copied.set_machine_state(state.get_machine_state())
+    copied.set_memory_assignments(state.get_memory_assignments())
+    copied.set_pod_memory_assignments(state.get_pod_memory_assignments())
+    return copied
 
 
 def _reservation(entry: MemoryReservation | Mapping[str, object]) -> MemoryReservation:

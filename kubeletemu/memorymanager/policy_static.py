@@ -11,9 +11,10 @@ validated. Read: the pod-level revision of ``policy_static.go`` in the code inde
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 
-from kubeletemu.bitmask import BitMask, iterate_bitmasks
+from kubeletemu.bitmask import BitMask, bitmask_table, subset_sums
 from kubeletemu.cpumanager.pod_requests import RequestCalculator
 from kubeletemu.memorymanager.errors import MemoryAllocationError, MemoryManagerError
 from kubeletemu.memorymanager.machine import MachineInfo
@@ -44,6 +45,11 @@ POLICY_STATIC = "Static"
 ReusableMemory = dict[str, dict[BitMask, dict[str, int]]]
 
 _EMPTY_TABLE = MemoryTable()
+
+
+# calculateHints' answers without reusable memory, by request and per-NUMA state; bounded.
+_HINTS: dict[tuple[object, ...], dict[str, tuple[TopologyHint, ...]]] = {}
+_HINTS_KEPT = 65536
 
 
 def _table(machine_state: NUMANodeMap, node_id: int, resource: str) -> MemoryTable:
@@ -122,10 +128,24 @@ class StaticPolicy:
         self.machine = machine
         self.system_reserved = {n: dict(r) for n, r in system_reserved.items()}
         self.affinity = affinity
+        self._init_runtime()
+
+    def _init_runtime(self) -> None:
+        """What the policy accumulates while it runs (fresh at ``NewPolicyStatic``); everything else it
+        holds is fixed once built, and :meth:`copy_for` shares it."""
         self.init_containers_reusable_memory: ReusableMemory = {}
         # memory_manager_pinning_{requests,errors}_total since the policy was built.
         self.pinning_requests = 0
         self.pinning_errors = 0
+
+    def copy_for(self, affinity: Store) -> StaticPolicy:
+        """The policy ``NewPolicyStatic`` would build with these settings, bound to ``affinity``: the same
+        machine, reservations and gates, nothing accumulated (no reusable init-container memory, counters
+        at 0). For what-if copies of a running manager, without recomputing what is fixed."""
+        policy = copy.copy(self)
+        policy.affinity = affinity
+        policy._init_runtime()
+        return policy
 
     def name(self) -> str:
         return POLICY_STATIC
@@ -165,7 +185,17 @@ class StaticPolicy:
         return state
 
     def start(self, state: State) -> None:
-        """``Start`` / ``validateState``: install the default state, or check the restored one."""
+        """``Start`` / ``validateState``: install the default state, or check the restored one.
+
+        The kubelet runs it when it starts, never at admission. It charges every assignment to the default
+        machine state and compares; a node's expected group is the affinity of the last block charged to it.
+        The kubelet walks the pods and containers in Go's randomized map order, so a state whose node holds
+        blocks of different groups (reachable: a single-NUMA hint on a node of a multi-NUMA group passes
+        ``isAffinityViolatingNUMAAllocations``, kubernetes#113035) may pass one start and fail the next.
+        We walk them in the checkpoint's order, pod UIDs then container names sorted (``encoding/json``
+        writes map keys sorted and the kubelet reads them back in that order; for up to 8 entries a map
+        the orders Go takes are rotations of it, this one the most frequent), so the answer is one of the
+        kubelet's and the same at every start."""
         machine_state = state.get_machine_state()
         assignments = state.get_memory_assignments()
         if not machine_state:
@@ -176,15 +206,16 @@ class StaticPolicy:
             state.set_machine_state(self.get_default_machine_state())
             return
         expected = self.get_default_machine_state()
-        for pod_uid, containers in assignments.items():
+        for pod_uid in sorted(assignments):
+            containers = assignments[pod_uid]
             # A pod-level pod's containers hold slices of its pod entry: the entry alone is charged.
             if self.requests.pod_level_resource_managers:
                 pod_blocks = state.get_pod_memory_blocks(pod_uid)
                 if pod_blocks:
                     _charge_expected(expected, pod_blocks, pod_uid, "")
                     continue
-            for name, blocks in containers.items():
-                _charge_expected(expected, blocks, pod_uid, name)
+            for name in sorted(containers):
+                _charge_expected(expected, containers[name], pod_uid, name)
         if not are_machine_states_equal(machine_state, expected):
             raise MemoryManagerError(
                 "[memorymanager] the expected machine state is different from the real one"
@@ -202,7 +233,7 @@ class StaticPolicy:
         blocks = state.get_memory_blocks(pod.uid, container.name)
         if blocks is not None:
             return regenerate_hints(blocks, requested)
-        return self.calculate_hints(state.get_machine_state(), pod, requested)
+        return self.calculate_hints(state.read_machine_state(), pod, requested)
 
     def get_pod_topology_hints(self, state: State, pod: Pod) -> ProviderHints:
         """``GetPodTopologyHints``; a pod-level managed pod whose budget leaves a needed pool empty gets
@@ -221,7 +252,7 @@ class StaticPolicy:
             blocks = state.get_memory_blocks(pod.uid, ctr.name)
             if blocks is not None:
                 return regenerate_hints(blocks, requested)
-        return self.calculate_hints(state.get_machine_state(), pod, requested)
+        return self.calculate_hints(state.read_machine_state(), pod, requested)
 
     def _pod_reusable_memory(self, pod_uid: str, mask: BitMask, resource: str) -> int:
         return self.init_containers_reusable_memory.get(pod_uid, {}).get(mask, {}).get(resource, 0)
@@ -230,41 +261,75 @@ class StaticPolicy:
         self, machine_state: NUMANodeMap, pod: Pod, requested: Mapping[str, int]
     ) -> dict[str, list[TopologyHint]]:
         """``calculateHints``: every mask with the capacity (allocatable) and the free memory, obeying the
-        group rules; preferred = the minimal node count among masks with enough *allocatable*."""
+        group rules; preferred = the minimal node count among masks with enough *allocatable*.
+
+        Without reusable init-container memory for the pod, the answer is a function of the request and,
+        per NUMA node, its group, its assignment count and the requested resources' free and allocatable
+        amounts: it is kept under those (:data:`_HINTS`), since a fleet asks the same question of many
+        nodes and many clones of one node."""
+        if self.init_containers_reusable_memory.get(pod.uid):
+            return self._calculate_hints(machine_state, pod, requested)
+        key = (
+            tuple(requested.items()),
+            tuple(
+                (
+                    numa,
+                    tuple(state.cells),
+                    state.number_of_assignments,
+                    tuple(
+                        (_table(machine_state, numa, r).free, _table(machine_state, numa, r).allocatable)
+                        for r in requested
+                    ),
+                )
+                for numa, state in sorted(machine_state.items())
+            ),
+        )
+        kept = _HINTS.get(key)
+        if kept is None:
+            if len(_HINTS) >= _HINTS_KEPT:
+                _HINTS.clear()
+            hints = self._calculate_hints(machine_state, pod, requested)
+            kept = _HINTS[key] = {resource: tuple(h) for resource, h in hints.items()}
+        return {resource: list(h) for resource, h in kept.items()}
+
+    def _calculate_hints(
+        self, machine_state: NUMANodeMap, pod: Pod, requested: Mapping[str, int]
+    ) -> dict[str, list[TopologyHint]]:
         numa_nodes = sorted(machine_state)
         min_affinity_size = len(numa_nodes)
-        hints: dict[str, list[TopologyHint]] = {}
-        for mask in iterate_bitmasks(numa_nodes):
-            bits = mask.bits()
-            single = len(bits) == 1
-            total_free = dict.fromkeys(requested, 0)
-            total_allocatable = dict.fromkeys(requested, 0)
-            for node_id in bits:
-                for resource in requested:
-                    table = _table(machine_state, node_id, resource)
-                    total_free[resource] += table.free
-                    total_allocatable[resource] += table.allocatable
-            if any(total_allocatable[r] < size for r, size in requested.items()):
+        fitting: list[tuple[BitMask, int]] = []  # the masks that pass every test, with their sizes
+        # The masks and each resource's per-mask free/allocatable sums built once (bitmask_table,
+        # subset_sums): the same tests as summing each mask's tables, in the same IterateBitMasks order.
+        order = tuple(numa_nodes)
+        frees = {
+            r: subset_sums(order, {n: _table(machine_state, n, r).free for n in numa_nodes})
+            for r in requested
+        }
+        allocatables = {
+            r: subset_sums(order, {n: _table(machine_state, n, r).allocatable for n in numa_nodes})
+            for r in requested
+        }
+        wanted = tuple(requested.items())
+        for index, (mask, bits) in enumerate(bitmask_table(order)):
+            if any(allocatables[r][index] < size for r, size in wanted):
                 continue
-            min_affinity_size = min(min_affinity_size, mask.count())
+            single = len(bits) == 1
+            min_affinity_size = min(min_affinity_size, len(bits))
             if single and len(machine_state[bits[0]].cells) > 1:
                 continue
             if not single and _violates_groups(machine_state, bits):
                 continue
             if any(
-                total_free[r] + self._pod_reusable_memory(pod.uid, mask, r) < size
-                for r, size in requested.items()
+                frees[r][index] + self._pod_reusable_memory(pod.uid, mask, r) < size for r, size in wanted
             ):
                 continue
-            for resource in requested:
-                hints.setdefault(resource, []).append(TopologyHint(mask, False))
+            fitting.append((mask, len(bits)))
+        if not fitting:
+            return {}
+        # Every resource gets the same masks, preferred when as narrow as the narrowest with the capacity.
         return {
-            resource: [
-                TopologyHint(h.affinity, h.affinity.count() == min_affinity_size)
-                for h in hs
-                if h.affinity is not None
-            ]
-            for resource, hs in hints.items()
+            resource: [TopologyHint(mask, count == min_affinity_size) for mask, count in fitting]
+            for resource in requested
         }
 
     # ---- allocate -------------------------------------------------------------------------------

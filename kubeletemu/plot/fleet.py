@@ -1,9 +1,14 @@
-"""The fleet what-if charts (issue 15), drawn from ``kubeletemu fleet``'s per-configuration results:
+"""The fleet what-if charts (issues 15 and 28), drawn from ``kubeletemu fleet``'s per-seed results:
 
-- ``tae-vs-pending.png``: TopologyAffinityErrors against the p99 time a pod waited to be scheduled, one
-  numbered point per configuration, coloured by scheduler, a key naming the numbers (lower left is better
-  on both counts);
-- ``pending-over-time.png``: pods pending over simulated time, a step line per configuration;
+- ``tae-vs-time-to-running.png``: TopologyAffinityErrors against the p99 time from a pod's first creation
+  to Running (through every bounce), and ``tae-vs-pending.png`` against the p99 time a pod object waited
+  to be scheduled: one numbered point per configuration, coloured by scheduler, a key naming the numbers
+  (lower left is better on both counts). A configuration run with several seeds is one point at the mean
+  of its seeds with its 95 % interval on both axes (:mod:`kubeletemu.fleet.stats`); with one seed, the
+  seed's figures;
+- ``pending-over-time.png``: pods pending over simulated time as small multiples, a panel per
+  configuration with a thin line per seed, all panels on one scale (one chart of all the lines piles them
+  into a single spike);
 - ``numa-utilisation.png``: CPU and memory utilisation per NUMA node at the end of the run, rows nodes,
   columns NUMA ids, one column of panels per configuration (the first ``HEATMAP_PANELS``).
 """
@@ -11,19 +16,22 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kubeletemu.fleet.stats import base_name, interval
 from kubeletemu.plot import backend, heatmap
 from kubeletemu.plot.inputs import PlotInputError, field, name_of, number, optional_fraction
 
+TAE_VS_TIME_TO_RUNNING = "tae-vs-time-to-running.png"
 TAE_VS_PENDING = "tae-vs-pending.png"
 PENDING_OVER_TIME = "pending-over-time.png"
 NUMA_UTILISATION = "numa-utilisation.png"
 SCATTER_SIZE = (1000, 700)
-PENDING_SIZE = (1100, 650)
+PENDING_COLUMNS = 3
+PENDING_PANEL_PX = (360, 230)
 HEATMAP_PANELS = 4
 # matplotlib's tab10, then the same hues dashed: twenty configurations stay apart.
 LINESTYLES = ("-", "--", ":", "-.")
@@ -33,21 +41,47 @@ LINESTYLES = ("-", "--", ":", "-.")
 class _Config:
     name: str
     scheduler: str
+    seed: object
     tae: float
     p99: float
+    to_running: float
     pending: tuple[tuple[float, float], ...]
     utilisation: tuple[Mapping[str, Any], ...]
 
 
+@dataclass(frozen=True)
+class _Point:
+    """A configuration on a scatter: the mean of its seeds (one seed: its figures) and the intervals."""
+
+    name: str
+    scheduler: str
+    seeds: int
+    x: float
+    y: float
+    x_interval: tuple[float, float] | None
+    y_interval: tuple[float, float] | None
+
+
 def fleet_charts(results: Sequence[Mapping[str, Any]], outdir: Path) -> list[Path]:
-    """Writes the three charts into ``outdir`` (created if missing) and returns their paths in the order
+    """Writes the four charts into ``outdir`` (created if missing) and returns their paths in the order
     above; the same results give the same bytes."""
     configs = [_parse(entry, index) for index, entry in enumerate(results)]
     if not configs:
         raise PlotInputError("fleet results: no configuration to chart")
     outdir.mkdir(parents=True, exist_ok=True)
     return [
-        _tae_vs_pending(configs, outdir / TAE_VS_PENDING),
+        _scatter(
+            _points(configs, lambda c: c.to_running),
+            outdir / TAE_VS_TIME_TO_RUNNING,
+            "time to Running p99 (s), from a pod's first creation",
+            "TopologyAffinityError against time to Running (lower left is better)",
+        ),
+        _scatter(
+            _points(configs, lambda c: c.p99),
+            outdir / TAE_VS_PENDING,
+            "pending time p99 (s), per pod object",
+            "TopologyAffinityError against time pending (lower left is better)",
+        ),
         _pending_over_time(configs, outdir / PENDING_OVER_TIME),
         _numa_utilisation(configs, outdir / NUMA_UTILISATION),
     ]
@@ -76,8 +110,10 @@ def _parse(entry: Mapping[str, Any], index: int) -> _Config:
     return _Config(
         name=str(field(entry, "name", where)),
         scheduler=str(field(entry, "scheduler", where)),
+        seed=entry.get("seed"),
         tae=number(entry, "topology_affinity_errors", where),
         p99=number(entry, "pending_p99_s", where),
+        to_running=number(entry, "time_to_running_p99_s", where),
         pending=tuple(pending),
         utilisation=tuple(utilisation),
     )
@@ -87,25 +123,70 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _tae_vs_pending(configs: Sequence[_Config], path: Path) -> Path:
+def _groups(configs: Sequence[_Config]) -> dict[str, list[_Config]]:
+    """Configurations by their name without the seed, in first-seen order."""
+    groups: dict[str, list[_Config]] = {}
+    for config in configs:
+        groups.setdefault(base_name(config.name), []).append(config)
+    return groups
+
+
+def _span(values: Sequence[float]) -> tuple[float, tuple[float, float] | None]:
+    summary = interval(values)
+    mean = float(summary["mean"] or 0.0)
+    if summary["low"] is None or summary["high"] is None:
+        return mean, None
+    return mean, (max(0.0, float(summary["low"])), float(summary["high"]))
+
+
+def _points(configs: Sequence[_Config], x_of: Callable[[_Config], float]) -> list[_Point]:
+    """A point per configuration over its seeds when any configuration has several; else one per result."""
+    groups = _groups(configs)
+    if all(len(members) == 1 for members in groups.values()):
+        return [_Point(c.name, c.scheduler, 1, x_of(c), c.tae, None, None) for c in configs]
+    points = []
+    for name, members in groups.items():
+        x, x_interval = _span([x_of(c) for c in members])
+        y, y_interval = _span([c.tae for c in members])
+        points.append(_Point(name, members[0].scheduler, len(members), x, y, x_interval, y_interval))
+    return points
+
+
+def _scatter(points: Sequence[_Point], path: Path, xlabel: str, title: str) -> Path:
     """Points carry numbers and a key beside the plot names them: configurations of one study sit close
     (seeds, caches), and their names would overlap where numbers stay legible; configurations on the
-    same spot share one label ("2,5")."""
+    same spot share one label ("2,5"). Error bars are the 95 % intervals over seeds."""
     from matplotlib.ticker import MaxNLocator
 
-    schedulers = list(dict.fromkeys(c.scheduler for c in configs))
+    schedulers = list(dict.fromkeys(p.scheduler for p in points))
     spots: dict[tuple[float, float], list[int]] = {}
-    for number_, config in enumerate(configs, start=1):
-        spots.setdefault((config.p99, config.tae), []).append(number_)
+    for number_, point in enumerate(points, start=1):
+        spots.setdefault((point.x, point.y), []).append(number_)
     with backend.figure(*SCATTER_SIZE) as fig:
         ax = fig.add_subplot()
         for index, scheduler in enumerate(schedulers):
-            mine = [c for c in configs if c.scheduler == scheduler]
+            mine = [p for p in points if p.scheduler == scheduler]
+            color = f"C{index % 10}"
+            for point in mine:
+                if point.x_interval is None or point.y_interval is None:
+                    continue
+                ax.errorbar(
+                    [point.x],
+                    [point.y],
+                    xerr=[[point.x - point.x_interval[0]], [point.x_interval[1] - point.x]],
+                    yerr=[[point.y - point.y_interval[0]], [point.y_interval[1] - point.y]],
+                    fmt="none",
+                    ecolor=color,
+                    elinewidth=1.2,
+                    capsize=4,
+                    zorder=2,
+                    clip_on=False,
+                )
             ax.scatter(
-                [c.p99 for c in mine],
-                [c.tae for c in mine],
+                [p.x for p in mine],
+                [p.y for p in mine],
                 s=70,
-                color=f"C{index % 10}",
+                color=color,
                 edgecolors="black",
                 linewidths=0.5,
                 label=scheduler,
@@ -115,17 +196,25 @@ def _tae_vs_pending(configs: Sequence[_Config], path: Path) -> Path:
         for (x, y), numbers in spots.items():
             label = ",".join(str(n) for n in numbers)
             ax.annotate(label, (x, y), xytext=(6, 6), textcoords="offset points", fontsize=9, zorder=4)
-        ax.set_xlabel("pending time p99 (s)")
+        ax.set_xlabel(xlabel)
         ax.set_ylabel("TopologyAffinityError admissions")
-        ax.set_title("TopologyAffinityError against time pending (lower left is better)")
+        ax.set_title(title)
         ax.grid(True, color="#dee2e6", zorder=0)
         ax.set_axisbelow(True)
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # a count: no 0.2 errors
         # Both are counts or durations from zero: keep the origin in view so distances compare.
-        ax.set_xlim(left=0, right=_headroom(max(c.p99 for c in configs)))
-        ax.set_ylim(bottom=0, top=_headroom(max(c.tae for c in configs)))
+        ax.set_xlim(left=0, right=_headroom(max(_top(p.x, p.x_interval) for p in points)))
+        ax.set_ylim(bottom=0, top=_headroom(max(_top(p.y, p.y_interval) for p in points)))
         legend = ax.legend(title="scheduler", loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
-        key = "\n".join(f"{i:>2}  {c.name}" for i, c in enumerate(configs, start=1))
+        counts = {p.seeds for p in points}
+        same = len(counts) == 1
+        key = "\n".join(
+            f"{i:>2}  {p.name}" + ("" if same else f"  ({p.seeds} seeds)")
+            for i, p in enumerate(points, start=1)
+        )
+        if max(counts) > 1:
+            each = f"the mean of {next(iter(counts))} seeds" if same else "the mean of its seeds"
+            key += f"\n\neach point: {each}\nbars: its 95 % interval"
         # Below the scheduler legend, outside the plot like it.
         ax.annotate(
             key,
@@ -140,33 +229,55 @@ def _tae_vs_pending(configs: Sequence[_Config], path: Path) -> Path:
         return backend.save_png(fig, path)
 
 
+def _top(value: float, span: tuple[float, float] | None) -> float:
+    return max(value, span[1]) if span is not None else value
+
+
 def _headroom(top: float) -> float:
     """The axis end: a tenth above the largest value (room for the labels), 1 when all are zero."""
     return top * 1.1 if top > 0 else 1.0
 
 
+def pending_size(panels: int) -> tuple[int, int]:
+    """Pixels of the pending chart: :data:`PENDING_COLUMNS` panels a row, as many rows as it takes."""
+    columns = min(PENDING_COLUMNS, max(1, panels))
+    rows = -(-max(1, panels) // columns)
+    return 60 + columns * PENDING_PANEL_PX[0], 70 + rows * PENDING_PANEL_PX[1]
+
+
 def _pending_over_time(configs: Sequence[_Config], path: Path) -> Path:
-    with backend.figure(*PENDING_SIZE) as fig:
-        ax = fig.add_subplot()
-        for index, config in enumerate(configs):
-            times = [t for t, _ in config.pending]
-            counts = [n for _, n in config.pending]
-            ax.step(
-                times,
-                counts,
-                where="post",
-                color=f"C{index % 10}",
-                linestyle=LINESTYLES[(index // 10) % len(LINESTYLES)],
-                linewidth=1.5,
-                label=config.name,
-            )
-        ax.set_xlabel("simulated time (s)")
-        ax.set_ylabel("pods pending")
-        ax.set_title("Pods pending over time")
-        ax.grid(True, color="#dee2e6")
-        ax.set_xlim(left=0)
-        ax.set_ylim(bottom=0)
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, title="configuration")
+    groups = _groups(configs)
+    panels = len(groups)
+    columns = min(PENDING_COLUMNS, panels)
+    rows = -(-panels // columns)
+    top = max((n for c in configs for _, n in c.pending), default=0.0)
+    end = max((t for c in configs for t, _ in c.pending), default=0.0)
+    with backend.figure(*pending_size(panels)) as fig:
+        axes = fig.subplots(rows, columns, squeeze=False, sharex=True, sharey=True)
+        for index, (name, members) in enumerate(groups.items()):
+            ax = axes[index // columns][index % columns]
+            for seed_index, config in enumerate(members):
+                ax.step(
+                    [t for t, _ in config.pending],
+                    [n for _, n in config.pending],
+                    where="post",
+                    color=f"C{seed_index % 10}",
+                    linestyle=LINESTYLES[(seed_index // 10) % len(LINESTYLES)],
+                    linewidth=0.9,
+                    alpha=0.85,
+                )
+            ax.set_title(wrap_name(name, 44), fontsize=8)
+            ax.grid(True, color="#dee2e6")
+            ax.set_xlim(0, end or 1.0)
+            ax.set_ylim(0, _headroom(top))
+            ax.tick_params(labelsize=7)
+        for index in range(panels, rows * columns):
+            axes[index // columns][index % columns].set_visible(False)
+        seeds = max(len(members) for members in groups.values())
+        more = f", a line per seed ({seeds} seeds)" if seeds > 1 else ""
+        fig.suptitle(f"Pods pending over time{more}", fontsize=11)
+        fig.supxlabel("simulated time (s)", fontsize=9)
+        fig.supylabel("pods pending", fontsize=9)
         return backend.save_png(fig, path)
 
 

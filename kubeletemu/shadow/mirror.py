@@ -71,7 +71,7 @@ def _seed(emulator: NodeEmulator, snapshot: KubeletSnapshot) -> None:
     cm.devices.restore_checkpoint(checkpoints.devices)
     try:
         # Starting the managers on the seeded states validates them, as the kubelet's restart does.
-        emulator.cm = cm.clone()
+        emulator.cm = cm.restarted(cm.config, active_pods=cm.active_pods)
     except Exception as err:
         raise SourceInvalidError(
             f"the kubelet's checkpoints ({snapshot.paths.cpu_state}, {snapshot.paths.memory_state}) do not "

@@ -347,7 +347,7 @@ def _stream(
                 raw_pod = read.mapping(where, f"{path}.pod", step["pod"])
                 pods = [
                     pod_from_manifest(
-                        raw_pod, source=f"{where.source} {path}.pod", pod_level_resources=pod_level
+                        raw_pod, source=f"{where.source}: {path}.pod", pod_level_resources=pod_level
                     )
                 ]
         except ManifestError as err:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -40,18 +40,21 @@ def rows(name: str, section: str, key: str = "name") -> list[Any]:
     return out
 
 
-def row_versions(row: Mapping[str, Any], where: str) -> tuple[str, ...]:
+def row_versions(
+    row: Mapping[str, Any], where: str, supported: Sequence[str] = SUPPORTED, component: str = "kubelet"
+) -> tuple[str, ...]:
     """A row's ``versions``, checked: a non-empty list of supported versions, each once, oldest first.
 
-    ``where`` names the row in the error (``tm_admit.json admit_cases[3]``).
+    ``where`` names the row in the error (``tm_admit.json admit_cases[3]``). ``supported`` and
+    ``component`` serve tables of another component (kube-scheduler's queue rows: 1.32 … 1.36).
     """
     raw = row.get("versions")
     if not isinstance(raw, list) or not raw:
-        raise ValueError(f"{where}: versions: want a non-empty list of {', '.join(SUPPORTED)}, got {raw!r}")
+        raise ValueError(f"{where}: versions: want a non-empty list of {', '.join(supported)}, got {raw!r}")
     for version in raw:
-        if version not in SUPPORTED:
-            raise ValueError(f"{where}: versions: {version!r} is not a supported kubelet version")
-    if list(raw) != sorted(set(raw), key=SUPPORTED.index):
+        if version not in supported:
+            raise ValueError(f"{where}: versions: {version!r} is not a supported {component} version")
+    if list(raw) != sorted(set(raw), key=list(supported).index):
         raise ValueError(f"{where}: versions: {raw!r} must list each version once, oldest first")
     return tuple(raw)
 
@@ -67,14 +70,17 @@ def versioned_rows(
     section: str,
     key: str = "name",
     label: Callable[[int, dict[str, Any]], str] | None = None,
+    supported: Sequence[str] = SUPPORTED,
+    component: str = "kubelet",
 ) -> list[Any]:
     """``pytest.param(row, version)`` for every row of ``name``'s ``section`` and every version it holds
     for, id ``<version>-<index>-<label>``; ``label(index, row)`` overrides the default
-    ``<index>-<row[key]>``. A (row, version) pair registered in ``PENDING`` is a strict xfail."""
+    ``<index>-<row[key]>``. A (row, version) pair registered in ``PENDING`` is a strict xfail.
+    ``supported``/``component``: the versions of another component's table (see :func:`row_versions`)."""
     out = []
     for index, row in enumerate(load(name)[section]):
         shown = label(index, row) if label is not None else f"{index:03d}-{row_label(row, key)}"
-        for version in row_versions(row, f"{name}.json {section}[{index}]"):
+        for version in row_versions(row, f"{name}.json {section}[{index}]", supported, component):
             pending = PENDING.get((name, section, row_label(row, key), version))
             marks = (
                 [pytest.mark.xfail(strict=True, reason=f"waits for behaviour {pending}")]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import heapq
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -25,7 +27,7 @@ nodeGroups:
   topology:
     synthetic: {sockets: 2, coresPerSocket: 8, threadsPerCore: 2, nodesPerSocket: 1, memoryGiBPerNode: 32}
   config: [kubelet-config.yaml]
-exporter: {period: 20s, jitter: 3s}
+exporter: {period: 20s, notifyFile: true}
 schedulers:
 - {name: default, model: default}
 - name: nrt
@@ -56,3 +58,32 @@ def fleet_dir(tmp_path: Path) -> Path:
     (tmp_path / "kubelet-config.yaml").write_text(KUBELET_CONFIG)
     (tmp_path / "fleet.yaml").write_text(SMALL)
     return tmp_path
+
+
+class FakeClock:
+    """A clock for one part alone: timers run in time order by :meth:`run_until`."""
+
+    def __init__(self) -> None:
+        self.time = 0.0
+        self.timers: list[tuple[float, int, Callable[[], None]]] = []
+        self.sequence = 0
+
+    def now(self) -> float:
+        return self.time
+
+    def after(self, delay: float, action: Callable[[], None]) -> None:
+        self.sequence += 1
+        heapq.heappush(self.timers, (self.time + delay, self.sequence, action))
+
+    def every(self, first: float, period: float, action: Callable[[], None]) -> None:
+        def tick() -> None:
+            action()
+            self.after(period, tick)
+
+        self.after(first, tick)
+
+    def run_until(self, end: float) -> None:
+        while self.timers and self.timers[0][0] <= end:
+            self.time, _, action = heapq.heappop(self.timers)
+            action()
+        self.time = end

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.fleet.conftest import SMALL
 
 KUBELETEMU = [sys.executable, "-m", "kubeletemu.cli"]
@@ -30,10 +32,12 @@ def _one_scheduler(fleet_dir: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_json_table_and_csv_agree(fleet_dir: Path) -> None:
     _one_scheduler(fleet_dir)
     out = _fleet(fleet_dir, "-o", "json", "--workers", "2")
     assert out.returncode == 0, out.stderr
+    assert out.stdout.count("\n") == 1  # one object, one line: every -o json is JSON Lines
     results = json.loads(out.stdout)["configurations"]
     names = [r["name"] for r in results]
     assert names == [
@@ -47,7 +51,10 @@ def test_json_table_and_csv_agree(fleet_dir: Path) -> None:
     table = _fleet(fleet_dir, "--workers", "1")
     assert table.returncode == 0, table.stderr
     lines = table.stdout.splitlines()
-    assert lines[0] == "fleet: 3 configuration(s), 6 node(s), 150 workload pod(s)"
+    assert (
+        lines[0]
+        == "fleet: 3 configuration(s), 6 node(s), 150 workload pod(s); kube-scheduler 1.36, kubelet master"
+    )
     assert lines[1].startswith("CONFIGURATION") and "TOPOLOGYAFFINITYERROR" in lines[1]
     for result, line in zip(results, lines[2:], strict=True):
         assert line.startswith(result["name"])

@@ -7,7 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from kubeletemu.fleet.spec import FleetError, load_fleet, parse_fleet
+from kubeletemu.fleet.distributions import Distribution
+from kubeletemu.fleet.spec import (
+    NFD,
+    RTE,
+    ControllersSpec,
+    ExporterSpec,
+    FleetError,
+    ReplicaSetSpec,
+    load_fleet,
+    parse_fleet,
+)
 from tests.fleet.conftest import SMALL
 
 
@@ -92,3 +102,77 @@ def test_other_refusals(fleet_dir: Path) -> None:
     assert "whole seconds" in _broken(fleet_dir, "resyncPeriods: [5s]", "resyncPeriods: [2500ms]")
     assert "workload.lifetime" in _broken(fleet_dir, "{exponential: 30s}", "{gamma: 30s}")
     assert "unknown field" in _broken(fleet_dir, "drain: 120s", "drian: 120s")
+
+
+def test_removed_fields_point_to_what_replaced_them(fleet_dir: Path) -> None:
+    message = _broken(fleet_dir, "drain: 120s", "drain: 120s\n  recreateBackoff: 1s")
+    assert (
+        "workload.recreateBackoff: removed: a ReplicaSet replaces a Failed pod when it observes it" in message
+    )
+    assert "controllers.replicaSet" in message
+    message = _broken(fleet_dir, "notifyFile: true}", "jitter: 3s}")
+    assert "exporter.jitter: removed: the exporters' tickers are fixed" in message
+    message = _broken(fleet_dir, "notifyFile: true}", "onChange: {delay: 1s}}")
+    assert "exporter.onChange: removed: use exporter.notifyFile" in message
+
+
+def test_the_exporter_section(fleet_dir: Path) -> None:
+    spec = parse_fleet(SMALL, str(fleet_dir / "fleet.yaml"), fleet_dir)
+    assert spec.exporter == ExporterSpec(20.0, RTE, True, 1, True, "with-exclusive-resources")
+    nfd = parse_fleet(
+        SMALL.replace("{period: 20s, notifyFile: true}", "{type: nfd-topology-updater, period: 60s}"),
+        str(fleet_dir / "fleet.yaml"),
+        fleet_dir,
+    )
+    assert (nfd.exporter.type, nfd.exporter.fingerprint_method, nfd.exporter.kubelet_state_dir) == (
+        NFD, "all", True,
+    )  # fmt: skip
+    assert "exporter.notifyFile: only with type resource-topology-exporter" in _broken(
+        fleet_dir, "{period: 20s, notifyFile: true}", "{type: nfd-topology-updater, notifyFile: true}"
+    )
+    assert "exporter.kubeletStateDir: only with type nfd-topology-updater" in _broken(
+        fleet_dir, "notifyFile: true}", "kubeletStateDir: false}"
+    )
+    assert "exporter.type: 'rte': expected one of" in _broken(
+        fleet_dir, "{period: 20s,", "{type: rte, period: 20s,"
+    )
+    assert "exporter: period 0 (no ticker) needs notifyFile" in _broken(
+        fleet_dir, "{period: 20s, notifyFile: true}", "{period: 0s}"
+    )
+    assert "maxEventsPerSecond: must be at least 0" in _broken(
+        fleet_dir, "notifyFile: true}", "notifyFile: true, maxEventsPerSecond: -1}"
+    )
+
+
+def test_versions_controllers_and_replicas(fleet_dir: Path) -> None:
+    text = SMALL.replace("seed: 3\n", 'seed: 3\nschedulerVersion: "1.33"\n').replace(
+        "- {name: exact, model: exact}", '- {name: exact, model: exact, schedulerVersion: "v1.32.4"}'
+    )
+    text += (
+        "controllers:\n  replicaSet: {informerDelay: 2s, syncDelay: 500ms}\n"
+        "  podGC: {terminatedPodThreshold: 10}\n"
+    )
+    configs = {
+        c.scheduler: c for c in parse_fleet(text, str(fleet_dir / "fleet.yaml"), fleet_dir).configurations()
+    }
+    assert configs["default"].scheduler_version == "1.33" and configs["exact"].scheduler_version == "1.32"
+    assert configs["nrt"].controllers == ControllersSpec(ReplicaSetSpec(2.0, 0.5), 10)
+    assert parse_fleet(SMALL, "f.yaml", fleet_dir).configurations()[0].scheduler_version == "1.36"
+    assert (
+        "schedulerVersion: '1.31': supported kube-scheduler versions: 1.32, 1.33, 1.34, 1.35, 1.36"
+        in _broken(fleet_dir, "seed: 3\n", "seed: 3\nschedulerVersion: '1.31'\n")
+    )
+    replicas = SMALL.replace("  - weight: 1\n", "  - replicas: 4\n")
+    workload = parse_fleet(replicas, "f.yaml", fleet_dir).workload
+    assert [t.replicas for t in workload.templates] == [None, 4] and workload.pods == 154
+    assert "weight: not with replicas" in _broken(
+        fleet_dir, "  - weight: 1\n", "  - weight: 1\n    replicas: 2\n"
+    )
+    assert "startupLatency.fixed: must be at least 0" in _broken(
+        fleet_dir, "drain: 120s", "drain: 120s\n  startupLatency: {fixed: -1}"
+    )
+    latency = parse_fleet(
+        SMALL.replace("drain: 120s", "drain: 120s\n  startupLatency: {fixed: 0s}"), "f", fleet_dir
+    )
+    assert latency.workload.startup_latency == Distribution("fixed", 0.0)
+    assert parse_fleet(SMALL, "f", fleet_dir).workload.startup_latency == Distribution("uniform", 1.0, 3.0)

@@ -35,6 +35,7 @@ def test_in_process() -> None:
     assert {r["pid"] for r in results} == {os.getpid()}
 
 
+@pytest.mark.slow
 def test_pool_of_two_keeps_the_input_order() -> None:
     results = run_many(CONFIGS, workers=2, fn=run_standin)
     check(results)
@@ -85,6 +86,7 @@ def test_no_progress_off_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().err == ""
 
 
+@pytest.mark.slow
 def test_ray_started_and_stopped_here() -> None:
     """Without a Ray already running, ``"local"`` starts one for the call and stops it after. (Before the
     tests sharing the module's Ray below.)"""
@@ -118,6 +120,7 @@ def local_ray() -> Iterator[None]:
     ray.shutdown()
 
 
+@pytest.mark.slow
 def test_ray_tasks_keep_the_input_order(local_ray: None) -> None:
     results = run_many(CONFIGS, ray_address=parallel.LOCAL, fn=run_standin)
     check(results)
@@ -131,6 +134,7 @@ def test_ray_failure_names_the_configuration(local_ray: None) -> None:
     assert str(caught.value) == "configuration 'exporter' failed: ValueError: no such exporter"
 
 
+@pytest.mark.slow
 def test_ray_progress_through_a_ray_queue(local_ray: None, monkeypatch: pytest.MonkeyPatch) -> None:
     terminal = Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)

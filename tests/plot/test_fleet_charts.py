@@ -16,7 +16,7 @@ import pytest
 from PIL import Image
 
 from kubeletemu.plot import PlotInputError, fleet_charts
-from kubeletemu.plot.fleet import heatmap_size
+from kubeletemu.plot.fleet import heatmap_size, pending_size
 
 REPO = Path(__file__).resolve().parents[2]
 # viridis at 1.0, the colour of a full NUMA node.
@@ -35,6 +35,7 @@ def result(name: str, scheduler: str, tae: int, p99: float, cpu: float) -> dict[
         "pending_p50_s": p99 / 2,
         "pending_p99_s": p99,
         "pending_max_s": p99 + 1,
+        "time_to_running_p99_s": p99 + 2,
         "pending_over_time": [[0.0, 0], [1.5, 3], [4.0, 5], [9.0, 2], [20.0, 0]],
         "numa_utilisation": [
             {"node": "node-a", "numa": 0, "cpu": cpu, "memory": 0.5, "devices": None},
@@ -62,9 +63,22 @@ def full_pixels(png: Path) -> int:
     return int(np.all(pixels == FULL, axis=-1).sum())
 
 
-def test_three_pngs_of_the_promised_sizes(tmp_path: Path) -> None:
-    paths = fleet_charts(RESULTS, tmp_path / "charts")  # created
-    assert [p.name for p in paths] == ["tae-vs-pending.png", "pending-over-time.png", "numa-utilisation.png"]
+@pytest.fixture(scope="module")
+def charts(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """The charts of RESULTS, drawn once for the module (a draw takes seconds: matplotlib renders four
+    figures); tests that compare against them draw their own second set."""
+    return fleet_charts(RESULTS, tmp_path_factory.mktemp("charts") / "charts")  # created
+
+
+@pytest.mark.slow
+def test_four_pngs_of_the_promised_sizes(charts: list[Path]) -> None:
+    paths = charts
+    assert [p.name for p in paths] == [
+        "tae-vs-time-to-running.png",
+        "tae-vs-pending.png",
+        "pending-over-time.png",
+        "numa-utilisation.png",
+    ]
     sizes = []
     for path in paths:
         with Image.open(path) as image:
@@ -74,22 +88,27 @@ def test_three_pngs_of_the_promised_sizes(tmp_path: Path) -> None:
             # The only text chunk: no matplotlib version, no date.
             assert image.text == {"Software": "kubeletemu"}  # type: ignore[attr-defined]
             sizes.append(image.size)
-    assert sizes == [(1000, 700), (1100, 650), heatmap_size(nodes=2, panels=3)]
+    assert sizes == [(1000, 700), (1000, 700), pending_size(3), heatmap_size(nodes=2, panels=3)]
     assert heatmap_size(nodes=2, panels=3) == (1010, 430)
+    # Small multiples: three panels a row, a row more per three configurations.
+    assert (pending_size(3), pending_size(4)) == ((1140, 300), (1140, 530))
 
 
-def test_same_results_same_bytes(tmp_path: Path) -> None:
-    assert draw(RESULTS, tmp_path / "one") == draw(copy.deepcopy(RESULTS), tmp_path / "two")
+@pytest.mark.slow
+def test_same_results_same_bytes(charts: list[Path], tmp_path: Path) -> None:
+    assert {p.name: p.read_bytes() for p in charts} == draw(copy.deepcopy(RESULTS), tmp_path / "two")
 
 
-def test_bytes_follow_the_data(tmp_path: Path) -> None:
-    """A different TopologyAffinityError count redraws the scatter only; a full NUMA node shows as
+@pytest.mark.slow
+def test_bytes_follow_the_data(charts: list[Path], tmp_path: Path) -> None:
+    """A different TopologyAffinityError count redraws the scatters only; a full NUMA node shows as
     viridis' yellow in the heatmap (beyond the colour bar's own)."""
-    before = draw(RESULTS, tmp_path / "before")
+    before = {p.name: p.read_bytes() for p in charts}
     changed = copy.deepcopy(RESULTS)
     changed[0]["topology_affinity_errors"] = 3
     after = draw(changed, tmp_path / "after")
     assert before["tae-vs-pending.png"] != after["tae-vs-pending.png"]
+    assert before["tae-vs-time-to-running.png"] != after["tae-vs-time-to-running.png"]
     assert before["pending-over-time.png"] == after["pending-over-time.png"]
     assert before["numa-utilisation.png"] == after["numa-utilisation.png"]
 
@@ -98,11 +117,12 @@ def test_bytes_follow_the_data(tmp_path: Path) -> None:
     fleet_charts(full, tmp_path / "full")
     # One cell of a 2x2 panel: thousands of pixels.
     extra = full_pixels(tmp_path / "full" / "numa-utilisation.png") - full_pixels(
-        tmp_path / "before" / "numa-utilisation.png"
+        charts[0].parent / "numa-utilisation.png"
     )
     assert extra > 2000
 
 
+@pytest.mark.slow
 def test_many_configurations(tmp_path: Path) -> None:
     """Past a dozen points the scatter numbers them; the heatmap shows the first four of them."""
     many = [
@@ -110,7 +130,7 @@ def test_many_configurations(tmp_path: Path) -> None:
         for i in range(20)
     ]
     paths = fleet_charts(many, tmp_path)
-    with Image.open(paths[2]) as image:
+    with Image.open(paths[3]) as image:
         assert image.size == heatmap_size(nodes=2, panels=4)
 
 
@@ -176,3 +196,21 @@ def test_panel_titles_wrap_after_slashes() -> None:
     assert wrap_name("topology-aware/overreserve/resync=5s/exporter=10s/seed=2") == (
         "topology-aware/overreserve/\nresync=5s/exporter=10s/seed=2"
     )
+
+
+@pytest.mark.slow
+def test_seeds_make_one_point_with_its_interval(tmp_path: Path) -> None:
+    """Three seeds of one configuration are one point at their mean, its 95 % interval drawn as bars: the
+    chart differs from one drawn of the mean seed alone, and from the same seeds spread wider."""
+    seeds = [
+        result(f"nrt/overreserve/seed={s}", "topology-aware", t, p, 0.5)
+        for s, t, p in ((1, 2, 10.0), (2, 4, 12.0), (3, 6, 14.0))
+    ]
+    wider = copy.deepcopy(seeds)
+    wider[0]["topology_affinity_errors"], wider[2]["topology_affinity_errors"] = 0, 8
+    mean = [result("nrt/overreserve/seed=2", "topology-aware", 4, 12.0, 0.5)]
+    drawn = {
+        name: draw(r, tmp_path / name)["tae-vs-time-to-running.png"]
+        for name, r in (("seeds", seeds), ("wider", wider), ("mean", mean))
+    }
+    assert len(set(drawn.values())) == 3

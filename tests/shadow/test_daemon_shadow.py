@@ -181,6 +181,7 @@ def test_shadow_daemon(kubelet: FakeKubelet, running: tuple[ShadowDaemon, PodRes
     # ---- the CLI ----
     table = _cli(daemon, "shadow-report")
     assert table.returncode == 1, table.stderr
+    assert table.stderr == "kubeletemu: shadow-report: 1 divergence(s) from the kubelet (listed above)\n"
     assert "self-check: 7 of 8 container(s) agree, 1 divergence(s)" in table.stdout
     position = report.divergences[0].replay_position
     assert f"  #{position} prod/gu-a c: cpus kubelet=8,9 kubeletemu=1,9\n" in table.stdout

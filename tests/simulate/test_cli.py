@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 
 SPEC = """\
@@ -44,6 +46,7 @@ def simulate(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_simulate_outputs(tmp_path: Path) -> None:
     (tmp_path / "sim.yaml").write_text(SPEC)
     (tmp_path / "kubelet.yaml").write_text(KUBELET)

@@ -197,6 +197,7 @@ def test_matrix_defaults_to_the_base_config() -> None:
     ]
 
 
+@pytest.mark.slow
 def test_outputs_are_deterministic(tmp_path: Path) -> None:
     """Two runs from scratch (fresh probe, fresh nodes) give byte-identical table, JSON and chart."""
     web, wide = pods()

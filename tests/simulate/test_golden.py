@@ -32,6 +32,8 @@ from kubeletemu.simulate import (
 from tests.conftest import CaptureStore
 from tests.hostprobe.hostprobe_capture_support import sysfs_fixtures_dir
 
+pytestmark = pytest.mark.slow
+
 CAPTURE = "hwloc-amd-4s-8numa"
 DATA = Path(__file__).parent / "data"
 GOLDEN = Path(__file__).parent / "golden"

@@ -175,7 +175,7 @@ ERRORS = {
     "bad inline pod": (
         "{H}stream:\n- pod:\n    metadata: {name: a}\n"
         "    spec: {containers: [{name: c, resources: {requests: {cpu: x}}}]}\n",
-        's.yaml stream[0].pod: pod "a" (document 1): spec.containers[0].resources.requests.cpu: '
+        's.yaml: stream[0].pod: pod "a" (document 1): spec.containers[0].resources.requests.cpu: '
         'invalid quantity "x"',
     ),
     "missing manifest file": ("{H}stream: [{pods: nowhere.yaml}]\n", "nowhere.yaml: cannot read: "),

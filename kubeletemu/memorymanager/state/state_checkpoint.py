@@ -102,8 +102,15 @@ class CheckpointState:
         )
         return marshal(checkpoint, self.layout)
 
+    def copy(self) -> MemoryState:
+        """An in-memory copy of what the checkpoint holds now (writes to it touch no file)."""
+        return self._cache.copy()
+
     def get_machine_state(self) -> NUMANodeMap:
         return self._cache.get_machine_state()
+
+    def read_machine_state(self) -> NUMANodeMap:
+        return self._cache.read_machine_state()
 
     def get_memory_blocks(self, pod_uid: str, container_name: str) -> list[Block] | None:
         return self._cache.get_memory_blocks(pod_uid, container_name)

@@ -18,6 +18,7 @@ from kubeletemu.memorymanager.state.state import (
 class MemoryState:
     def __init__(self) -> None:
         self._lock = threading.RLock()
+        # Never changed in place, only replaced (``copy`` shares it).
         self._machine_state: NUMANodeMap = {}
         self._assignments: ContainerMemoryAssignments = {}
         self._pod_assignments: PodMemoryAssignments = {}
@@ -25,6 +26,10 @@ class MemoryState:
     def get_machine_state(self) -> NUMANodeMap:
         with self._lock:
             return clone_machine_state(self._machine_state)
+
+    def read_machine_state(self) -> NUMANodeMap:
+        with self._lock:
+            return self._machine_state  # replaced on write, never changed in place
 
     def get_memory_blocks(self, pod_uid: str, container_name: str) -> list[Block] | None:
         with self._lock:
@@ -83,3 +88,14 @@ class MemoryState:
             self._machine_state = {}
             self._assignments = {}
             self._pod_assignments = {}
+
+    def copy(self) -> MemoryState:
+        """An independent copy (what-if copies of a running manager). The machine state is shared, not
+        cloned: it is never changed in place (a write replaces it with a clone, a read returns one), so
+        neither copy can see the other's writes; the assignments, changed in place, are cloned."""
+        copied = MemoryState()
+        with self._lock:
+            copied._machine_state = self._machine_state
+            copied._assignments = clone_assignments(self._assignments)
+            copied._pod_assignments = clone_pod_assignments(self._pod_assignments)
+        return copied

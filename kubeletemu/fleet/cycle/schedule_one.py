@@ -1,0 +1,389 @@
+"""One scheduling cycle of a pod over the fleet's nodes, as kube-scheduler's ``schedule_one.go`` runs it
+(``schedulePod``, ``findNodesThatFitPod``, ``findNodesThatPassFilters``, ``numFeasibleNodesToFind``,
+``prioritizeNodes``, ``selectHost`` / ``sortedNodeScores``; the framework's ``RunFilterPlugins`` and
+``RunScorePlugins``), per version as :mod:`.versions` records.
+
+What is modelled, and how the sequential port stands to the parallel original:
+
+* No PreFilter, extenders, nominated nodes or PostFilter (preemption): the profiles the fleet runs have
+  none, so ``findNodesThatFitPod`` reduces to ``findNodesThatPassFilters`` over all nodes.
+* ``findNodesThatPassFilters`` checks nodes from ``nextStartNodeIndex`` round the list until it holds
+  ``numFeasibleNodesToFind`` feasible nodes (1 when the profile has no score plugin). Upstream runs the
+  checks on ``parallelism`` goroutines (16 by default) and cancels when a check finds one feasible node
+  too many; this port is that code with ``parallelism: 1`` — nodes checked in order, the node past the
+  last one kept is checked and dropped (not counted), rejected nodes before it are counted. The index
+  then moves on by the nodes counted (feasible + rejected), so the next cycle starts at the dropped one.
+* A Filter status other than Success or a rejection (Unschedulable, UnschedulableAndUnresolvable,
+  Pending) ends the cycle with an error (``running "P" filter plugin: …``); the pod is not unschedulable
+  then, and the cycle names no rejecting plugin. Each rejection is recorded with its plugin
+  (``UnschedulablePlugins``; Pending also in ``PendingPlugins``): the scheduling queue reads them.
+* One feasible node is taken without scoring. Otherwise every score plugin scores every feasible node;
+  a plugin with a ``normalize_scores`` (its ``ScoreExtensions``) rescales its column; a score outside
+  [0, 100] after that is an error; totals are ``Σ score × weight``; no score plugin: every node 1.
+* A model raising :class:`~kubeletemu.scheduler.framework.PluginPanic` (where the shipped plugin would
+  panic and take the scheduler down, ``scheduler-side.md`` §4) makes that node unschedulable for the pod:
+  in Filter it is a rejection by that plugin (reason ``panic: …``), in Score the node is left out; each
+  is counted in ``crashes``.
+
+Answers of the resource plugins (:data:`PURE_MODELS`, functions of the pod's shape and the ``NodeInfo``
+object) are kept on the ``NodeInfo`` per pod shape: the fleet replaces a node's ``NodeInfo`` whenever it
+changes, so a kept answer is never stale, and the cycle costs a dictionary lookup on unchanged nodes.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from kubeletemu.fleet.cycle import versions
+from kubeletemu.fleet.cycle.batch import SIGNING_MODELS, OpportunisticBatch
+from kubeletemu.fleet.cycle.diagnosis import (
+    ERR_NO_NODES_AVAILABLE,
+    REJECTED,
+    Diagnosis,
+    NodeStatus,
+    fit_error_message,
+)
+from kubeletemu.fleet.cycle.select import (
+    HIGHEST_SCORED_NODES_TO_REPORT,
+    NodeScore,
+    pop_best,
+    select_host,
+    sorted_heap,
+)
+from kubeletemu.fleet.cycle.shape import pod_shape
+from kubeletemu.pod import Pod
+from kubeletemu.scheduler.framework import SUCCESS, UNSCHEDULABLE, NodeInfo, PluginPanic, Status
+from kubeletemu.scheduler.noderesourcesfit import NodeResourcesBalancedAllocation, NodeResourcesFit
+from kubeletemu.scheduler.profile import Profile
+
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+# schedulerapi.DefaultPercentageOfNodesToScore: 0, adaptive.
+DEFAULT_PERCENTAGE_OF_NODES_TO_SCORE = 0
+BASE_PERCENTAGE = 50
+ADAPTIVE_NODES_PER_PERCENT = 125
+MIN_NODE_SCORE, MAX_NODE_SCORE = 0, 100
+# Models whose Filter and Score depend on nothing but the pod's shape and the NodeInfo object.
+PURE_MODELS: tuple[type, ...] = (NodeResourcesFit, NodeResourcesBalancedAllocation)
+_MEMO = "cycle_answers"
+_PASSED = NodeStatus("Success", (), "")
+
+
+class PluginError(Exception):
+    """A Score or NormalizeScore returned an Error status (the message is the status's)."""
+
+
+def num_feasible_nodes_to_find(
+    percentage_of_nodes_to_score: int, num_all_nodes: int, profile_percentage: int | None = None
+) -> int:
+    """``numFeasibleNodesToFind``: every node below 100; else the profile's percentage if set, else the
+    global one, 0 meaning adaptive (``50 - nodes/125``, at least 5); at least 100 nodes."""
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
+        return num_all_nodes
+    percentage = profile_percentage if profile_percentage is not None else percentage_of_nodes_to_score
+    if percentage == 0:
+        percentage = max(
+            BASE_PERCENTAGE - num_all_nodes // ADAPTIVE_NODES_PER_PERCENT,
+            MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND,
+        )
+    return max(num_all_nodes * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+@dataclass(frozen=True)
+class CycleOutcome:
+    """What ``schedulePod`` returned: the suggested host, or why there is none.
+
+    ``unschedulable_plugins``/``pending_plugins`` are the Diagnosis's (what the queue keys requeueing on);
+    ``error`` is set when the cycle failed with an error rather than a FitError (the pod then carries no
+    rejecting plugin); ``reason`` is one line for logs (the FitError's text, the error, or "");
+    ``evaluated_nodes``/``feasible_nodes`` are ``ScheduleResult``'s."""
+
+    chosen: NodeInfo | None
+    crashes: int = 0
+    reason: str = ""
+    evaluated_nodes: int = 0
+    feasible_nodes: int = 0
+    unschedulable_plugins: frozenset[str] = frozenset()
+    pending_plugins: frozenset[str] = frozenset()
+    error: str | None = None
+    node_statuses: MappingProxyType[str, NodeStatus] = field(default_factory=lambda: MappingProxyType({}))
+    scores: tuple[NodeScore, ...] = ()
+
+
+@dataclass
+class Scheduler:
+    """A profile scheduling pods one at a time over ``nodes`` (kept in a fixed order by the caller, as
+    the scheduler's node snapshot is), remembering ``next_start_node_index`` across cycles.
+
+    ``version``: the kube-scheduler minor emulated (:mod:`.versions`). ``rng``: the random source of
+    ``selectHost`` (1.32 – 1.34); None draws nothing and takes the top node first evaluated.
+    ``memo=False`` asks every model every time (for tests proving the kept answers change nothing)."""
+
+    profile: Profile
+    percentage_of_nodes_to_score: int = DEFAULT_PERCENTAGE_OF_NODES_TO_SCORE
+    next_start_node_index: int = 0
+    version: str = versions.DEFAULT_VERSION
+    rng: random.Random | None = None
+    memo: bool = True
+    profile_percentage: int | None = None
+
+    def __post_init__(self) -> None:
+        versions.check_version(self.version)
+        self._reservoir = versions.reservoir_sampling(self.version)
+        self._cycle = 0  # the scheduling cycles run (the queue's SchedulingCycle)
+        # OpportunisticBatching (1.35+, beta, on): only for profiles whose every plugin signs pods.
+        signs = all(isinstance(m, SIGNING_MODELS) for m in self.profile.models)
+        self._batch = (
+            OpportunisticBatch() if versions.opportunistic_batching(self.version) and signs else None
+        )
+        self._pure = (
+            {id(m) for m in self.profile.models if isinstance(m, PURE_MODELS)} if self.memo else set()
+        )
+        self._pure_scores = all(
+            id(m) in self._pure and getattr(m, "normalize_scores", None) is None
+            for m, _ in self.profile.scores
+        )
+
+    # ---- schedulePod ----------------------------------------------------------------------------------
+
+    def schedule(self, pod: Pod, nodes: Sequence[NodeInfo], now: float | None = None) -> CycleOutcome:
+        """``schedulePod`` for ``pod`` over ``nodes``; ``now`` (simulated seconds) lets 1.35+ batch
+        (:mod:`.batch`; None: no batching)."""
+        self._cycle += 1
+        count = len(nodes)
+        if count == 0:
+            return CycleOutcome(None, reason=ERR_NO_NODES_AVAILABLE, error=ERR_NO_NODES_AVAILABLE)
+        shape = pod_shape(pod)
+        diagnosis = Diagnosis()
+        batch = self._batch if now is not None else None
+        hint = None
+        if batch is not None:
+            assert now is not None
+            hint = batch.node_hint(
+                shape, self._cycle, now, nodes, lambda node: self._run_filter_plugins(pod, shape, node)[0]
+            )
+        if hint is not None:
+            # evaluateNominatedNode: the hinted node alone; passing, it is the host (no Score, no rotation).
+            status, crashed = self._run_filter_plugins(pod, shape, hint)
+            if status is _PASSED:
+                batch_store = self._batch
+                assert batch_store is not None and now is not None
+                batch_store.store(shape, hint.name, hint.name, None, self._cycle, now)
+                return CycleOutcome(hint, crashed, evaluated_nodes=1, feasible_nodes=1)
+            if status.rejected:
+                diagnosis.add(hint.name, status)
+        feasible, crashes, error = self._find_nodes_that_pass_filters(pod, shape, nodes, diagnosis)
+        statuses = MappingProxyType(diagnosis.node_to_status)
+        evaluated = len(feasible) + len(statuses)
+        common: dict[str, Any] = {
+            "crashes": crashes,
+            "evaluated_nodes": evaluated,
+            "unschedulable_plugins": frozenset(diagnosis.unschedulable_plugins),
+            "pending_plugins": frozenset(diagnosis.pending_plugins),
+            "node_statuses": statuses,
+        }
+        if error is not None:
+            return CycleOutcome(None, reason=error, error=error, **common)
+        if not feasible:
+            return CycleOutcome(None, reason=fit_error_message(count, statuses), **common)
+        hinted = hint.name if hint is not None else ""
+        if len(feasible) == 1:
+            if batch is not None and now is not None:
+                batch.store(shape, hinted, feasible[0].name, None, self._cycle, now)
+            return CycleOutcome(feasible[0], feasible_nodes=1, **common)
+        try:
+            scores, score_crashes = self._prioritize_nodes(pod, shape, feasible)
+        except PluginError as err:
+            return CycleOutcome(None, reason=str(err), error=str(err), feasible_nodes=len(feasible), **common)
+        common["crashes"] = crashes + score_crashes
+        if not scores:
+            reason = "every feasible node crashed in Score"
+            return CycleOutcome(None, reason=reason, feasible_nodes=len(feasible), **common)
+        by_name = {node.name: node for node in feasible}
+        host, rest = self._select(scores)
+        if batch is not None and now is not None:
+            batch.store(shape, hinted, host, rest, self._cycle, now)
+        return CycleOutcome(by_name[host], feasible_nodes=len(feasible), scores=tuple(scores), **common)
+
+    def _select(self, scores: list[NodeScore]) -> tuple[str, list[NodeScore] | None]:
+        """The host, and from 1.35 the ``sortedNodeScores`` heap left after popping it."""
+        if self._reservoir:
+            if len(scores) == 1:
+                return scores[0].name, None
+            return select_host(scores, HIGHEST_SCORED_NODES_TO_REPORT, self.rng)[0], None
+        heap = sorted_heap(scores)
+        return pop_best(heap).name, heap
+
+    # ---- findNodesThatPassFilters ---------------------------------------------------------------------
+
+    def _find_nodes_that_pass_filters(
+        self, pod: Pod, shape: Hashable, nodes: Sequence[NodeInfo], diagnosis: Diagnosis
+    ) -> tuple[list[NodeInfo], int, str | None]:
+        count = len(nodes)
+        to_find = (
+            num_feasible_nodes_to_find(self.percentage_of_nodes_to_score, count, self.profile_percentage)
+            if self.profile.scores
+            else 1
+        )
+        start = self.next_start_node_index
+        feasible: list[NodeInfo] = []
+        crashes = 0
+        error: str | None = None
+        if not self.profile.filters:
+            feasible = [nodes[(start + i) % count] for i in range(to_find)]
+        else:
+            for offset in range(count):
+                node = nodes[(start + offset) % count]
+                status, crashed = self._run_filter_plugins(pod, shape, node)
+                crashes += crashed
+                if status is _PASSED:
+                    if len(feasible) == to_find:
+                        break  # one too many: upstream cancels and drops it, uncounted
+                    feasible.append(node)
+                elif status.rejected:
+                    diagnosis.add(node.name, status)
+                else:
+                    error = f"running {_quote(status.plugin)} filter plugin: {status.message}"
+                    break
+        processed = len(feasible) + len(diagnosis.node_to_status)
+        self.next_start_node_index = (start + processed) % count
+        return feasible, crashes, error
+
+    def _run_filter_plugins(self, pod: Pod, shape: Hashable, node: NodeInfo) -> tuple[NodeStatus, int]:
+        """``RunFilterPlugins``: the first plugin not answering Success decides, its name attached."""
+        answers: dict[Hashable, Any] | None = None
+        for model in self.profile.filters:
+            try:
+                if id(model) in self._pure:
+                    if answers is None:
+                        answers = _answers(node)
+                    key = (id(model), shape)
+                    status: Status | None = answers.get(key)
+                    if status is None:
+                        status = answers[key] = model.filter(pod, node)
+                else:
+                    status = model.filter(pod, node)
+            except PluginPanic as panic:
+                return NodeStatus(UNSCHEDULABLE, (f"panic: {panic.crash}",), model.name), 1
+            if status.code != SUCCESS:
+                return NodeStatus(status.code, status.reasons, model.name), 0
+        return _PASSED, 0
+
+    # ---- prioritizeNodes ------------------------------------------------------------------------------
+
+    def _prioritize_nodes(
+        self, pod: Pod, shape: Hashable, nodes: list[NodeInfo]
+    ) -> tuple[list[NodeScore], int]:
+        """``prioritizeNodes`` / ``RunScorePlugins``: (the scored nodes in evaluation order, crashes)."""
+        plugins = self.profile.scores
+        if not plugins:
+            return [NodeScore(n.name, 1, order=i) for i, n in enumerate(nodes)], 0
+        if self._pure_scores:
+            return self._prioritize_pure(pod, shape, nodes)
+        # Per plugin: the key its kept answers go by (None: asked every time).
+        keys = [(id(m), "score", shape) if id(m) in self._pure else None for m, _ in plugins]
+        rows: list[list[int]] = []
+        kept: list[NodeInfo] = []
+        crashes = 0
+        for node in nodes:
+            answers = _answers(node)
+            row: list[int] = []
+            try:
+                for (model, _), key in zip(plugins, keys, strict=True):
+                    if key is None:
+                        row.append(model.score(pod, node))
+                        continue
+                    value: int | None = answers.get(key)
+                    if value is None:
+                        value = answers[key] = model.score(pod, node)
+                    row.append(value)
+            except PluginPanic:
+                crashes += 1
+                continue
+            except PluginError as err:
+                raise PluginError(
+                    f"running Score plugins: plugin {_quote(model.name)} failed with: {err}"
+                ) from None
+            kept.append(node)
+            rows.append(row)
+        if not kept:
+            return [], crashes
+        names = [node.name for node in kept]
+        for index, (model, _) in enumerate(plugins):
+            normalize = getattr(model, "normalize_scores", None)
+            if normalize is None:
+                continue
+            try:
+                column = list(normalize(pod, names, [row[index] for row in rows]))
+            except PluginError as err:
+                raise PluginError(
+                    f"running Normalize on Score plugins: plugin {_quote(model.name)} failed with: {err}"
+                ) from None
+            for row, value in zip(rows, column, strict=True):
+                row[index] = value
+        out = []
+        for position, (name, row) in enumerate(zip(names, rows, strict=True)):
+            total, weighted = _weighted(plugins, row)
+            out.append(NodeScore(name, total, weighted, 0, position))
+        return out, crashes
+
+    def _prioritize_pure(
+        self, pod: Pod, shape: Hashable, nodes: list[NodeInfo]
+    ) -> tuple[list[NodeScore], int]:
+        """Every score plugin pure and without NormalizeScore: a node's weighted scores depend on its
+        NodeInfo and the pod's shape alone, so they are kept on the NodeInfo whole."""
+        plugins = self.profile.scores
+        key = (id(self), "scores", shape)
+        out: list[NodeScore] = []
+        crashes = 0
+        for node in nodes:
+            answers = _answers(node)
+            entry: tuple[int, tuple[tuple[str, int], ...]] | None = answers.get(key)
+            if entry is None:
+                try:
+                    row = [model.score(pod, node) for model, _ in plugins]
+                except PluginPanic:
+                    crashes += 1
+                    continue
+                entry = answers[key] = _weighted(plugins, row)
+            out.append(NodeScore(node.name, entry[0], entry[1], 0, len(out)))
+        return out, crashes
+
+
+def _weighted(plugins: Sequence[tuple[Any, int]], row: list[int]) -> tuple[int, tuple[tuple[str, int], ...]]:
+    """Range-checked weighted scores of one node and their total (``RunScorePlugins``' last step)."""
+    weighted = []
+    for (model, weight), score in zip(plugins, row, strict=True):
+        if not MIN_NODE_SCORE <= score <= MAX_NODE_SCORE:
+            raise PluginError(
+                f"applying score defaultWeights on Score plugins: plugin {_quote(model.name)} returns an "
+                f"invalid score {score}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] "
+                "after normalizing"
+            )
+        weighted.append((model.name, score * weight))
+    return sum(w for _, w in weighted), tuple(weighted)
+
+
+def _answers(node: NodeInfo) -> dict[Hashable, Any]:
+    store = node.__dict__
+    answers: dict[Hashable, Any] | None = store.get(_MEMO)
+    if answers is None:
+        answers = store[_MEMO] = {}
+    return answers
+
+
+def _quote(name: str) -> str:
+    return f'"{name}"'
+
+
+__all__ = [
+    "REJECTED",
+    "CycleOutcome",
+    "PluginError",
+    "Scheduler",
+    "num_feasible_nodes_to_find",
+]
