@@ -23,7 +23,6 @@ import shlex
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -87,6 +86,14 @@ def test_the_test_command_is_what_ci_runs() -> None:
     assert f"pip install -e {extras}" in command.body and f"pip install --quiet -e {extras}" in ci
     assert command.body.endswith(".venv/bin/python -m pytest -q")
     assert "-m pytest -q\n" in ci
+    assert "slow" not in ci  # CI runs the slow tests too: the quick subset is for developers
+
+
+def test_the_quick_subset_is_named_and_registered() -> None:
+    text = README.read_text()
+    assert '`.venv/bin/python -m pytest -q -m "not slow"`' in text
+    pyproject = (REPO / "pyproject.toml").read_text()
+    assert '"slow: ' in pyproject and "--strict-markers" in pyproject  # a misspelt marker is an error
 
 
 def test_python_snippet_prints_what_its_comment_says() -> None:
@@ -128,20 +135,6 @@ def test_examples_that_cannot_run_here_parse(kind: str) -> None:
         assert sorted(REPO.glob("benchmarks/bench_*.py"))
 
 
-def test_fleet_example_prints_the_table_shown() -> None:
-    [example] = of_kind("fleet")
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
-    out = _run(example.body, REPO, env)
-    assert out.returncode == 0, out.stderr
-    shown = re.findall(r"^\| `([^`]+)`[^|]*\| (\d[\d,]*)", README.read_text(), re.MULTILINE)
-    rows = {name: errors.replace(",", "") for name, errors in shown if "/seed=" in name}
-    assert len(rows) == 4
-    for line in out.stdout.splitlines()[2:]:
-        name, errors = line.split()[:2]
-        assert rows.pop(name) == errors, line
-    assert not rows
-
-
 # ---- the quick start, end to end -----------------------------------------------------------------------
 
 
@@ -162,11 +155,11 @@ def _checkout_copy(dest: Path) -> Path:
     return dest
 
 
-def _second_terminal_env(extra_path: str = "") -> dict[str, str]:
-    """What a new terminal has: no virtualenv, no KUBELETEMU_* variables; ``extra_path`` appended (where
-    the user installed grpcurl)."""
+def _second_terminal_env() -> dict[str, str]:
+    """What a new terminal has: the system's directories on PATH (not the test environment's bin), no
+    virtualenv, no KUBELETEMU_* variables."""
     env = {k: os.environ[k] for k in ("HOME", "LANG", "TMPDIR") if k in os.environ}
-    env["PATH"] = "/usr/local/bin:/usr/bin:/bin" + (f":{extra_path}" if extra_path else "")
+    env["PATH"] = "/usr/local/bin:/usr/bin:/bin"
     return env
 
 
@@ -215,62 +208,129 @@ class Terminal:
         return self.process.returncode
 
 
-def _run(script: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+def _run(
+    script: str, cwd: Path, env: dict[str, str], timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """``script`` in bash, in a session of its own: on a timeout the whole session goes (a fleet's worker
+    processes too), and the test fails saying so."""
+    with subprocess.Popen(
         ["bash", "-e", "-o", "pipefail", "-c", script],
         cwd=cwd,
         env=env,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=300,
-        check=False,
-    )
+        start_new_session=True,
+    ) as process:
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+            pytest.fail(f"still running after {timeout:.0f}s: {script}")
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
 
-@pytest.mark.skipif(shutil.which("git") is None, reason="copying the checkout needs git")
-def test_quickstart_then_its_next_steps_and_the_client_examples(tmp_path: Path) -> None:
-    checkout = _checkout_copy(tmp_path / "checkout")
-    scratch = tmp_path / "q"
-    [quickstart] = of_kind("quickstart")
-    assert QUICKSTART_DIR in quickstart.body and "pip install . " in quickstart.body  # no test tools
-    terminal = Terminal(
-        quickstart.body.replace(QUICKSTART_DIR, str(scratch)), checkout, tmp_path / "daemon.log"
-    )
+@dataclass
+class Quickstart:
+    """The quick start, running: a copy of the checkout with the virtualenv its command made, the daemon it
+    started at a terminal, the next steps it printed and their ``export`` line."""
+
+    checkout: Path
+    scratch: Path
+    terminal: Terminal
+    steps: list[str]
+
+    @property
+    def export(self) -> str:
+        return self.steps[0]
+
+    def run(self, script: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        """``script`` in a second terminal after the ``export``, in the checkout: on its PATH only the
+        system's directories and the quick start's virtualenv, so each tool it runs is one the quick start
+        installed."""
+        return _run(f"{self.export}\n{script}", self.checkout, _second_terminal_env(), timeout)
+
+
+@pytest.fixture(scope="module")
+def quickstart(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Quickstart]:
+    """The quick start's one command, verbatim, once for the module (it installs a fresh virtualenv from a
+    copy of this checkout, pip's cache warm or not); the daemon is stopped with Ctrl-C at the end."""
+    if shutil.which("git") is None:
+        pytest.skip("copying the checkout needs git")
+    base = tmp_path_factory.mktemp("quickstart")
+    checkout = _checkout_copy(base / "checkout")
+    scratch = base / "q"
+    [command] = of_kind("quickstart")
+    # What the examples use and nothing of the test tools: the daemon and the grpcurl extra.
+    assert QUICKSTART_DIR in command.body and "pip install '.[grpcurl]' " in command.body
+    terminal = Terminal(command.body.replace(QUICKSTART_DIR, str(scratch)), checkout, base / "daemon.log")
     try:
         screen = terminal.wait_for("Stop it with Ctrl-C.", timeout=600)
         steps = [line[2:] for line in screen.splitlines() if line.startswith("  ")]
-        assert (
-            steps[0].startswith("export PATH=") and f"KUBELETEMU_SOCKET={scratch}/kubeletemu.sock" in steps[0]
-        )
-        export = steps[0]
-        # The next steps, verbatim, in a second terminal (grpcurl is listed only where it is installed).
-        second = _run("\n".join(steps), tmp_path, _second_terminal_env())
-        assert second.returncode == 0, second.stderr
-        assert "topologyManagerPolicy=single-numa-node" in second.stdout
-        assert "default/demo" in second.stdout and "ADMITTED" in second.stdout
-        assert "no pods admitted" in second.stdout
-        # The other examples, in that terminal after the export; grpcurl from where the test extra put it.
-        env = _second_terminal_env(extra_path=str(Path(sys.executable).parent))
-        for kind, expected in (
-            (
-                "client",
-                ["prod/web", "ADMITTED", "exit 1: the node already holds prod/web", "removed prod/web"],
-            ),
-            ("podresources", ["pfp0v001", "apiVersion: topology.node.k8s.io/v1alpha2", "node-0"]),
-            ("simulate", ["simulation on synthetic: 4 configuration(s)"]),
-            ("schedule", ["prod/web: scheduled on ", '"chosen": "']),
-        ):
-            for example in of_kind(kind):
-                out = _run(f"{export}\n{example.body}", checkout, env)
-                assert out.returncode == 0, f"README {kind} example failed:\n{out.stdout}\n{out.stderr}"
-                shown = out.stdout
-                if kind == "podresources":
-                    shown += (checkout / "nrt.yaml").read_text()
-                for fragment in expected:
-                    assert fragment in shown, (kind, fragment, shown)
+        yield Quickstart(checkout, scratch, terminal, steps)
     finally:
-        assert terminal.stop() == 0, terminal.log.read_text()
+        status = terminal.stop()
+    assert status == 0, terminal.log.read_text()
     assert not (scratch / "kubeletemu.sock").exists()  # removed at exit, being ours
+
+
+@pytest.mark.slow
+def test_quickstart_prints_next_steps_that_run(quickstart: Quickstart, tmp_path: Path) -> None:
+    export = quickstart.export
+    assert export.startswith("export PATH=") and (
+        f"KUBELETEMU_SOCKET={quickstart.scratch}/kubeletemu.sock" in export
+    )
+    # The next steps, verbatim, in a second terminal (grpcurl is listed only where it is installed).
+    second = _run("\n".join(quickstart.steps), tmp_path, _second_terminal_env())
+    assert second.returncode == 0, second.stderr
+    assert "topologyManagerPolicy=single-numa-node" in second.stdout
+    assert "default/demo" in second.stdout and "ADMITTED" in second.stdout
+    assert "no pods admitted" in second.stdout
+
+
+@pytest.mark.slow
+def test_the_examples_run_with_only_what_the_quickstart_installed(quickstart: Quickstart) -> None:
+    # A new terminal has no grpcurl: only the quick start's virtualenv can provide one (as it does for a
+    # reader, where `pip install .` alone left `grpcurl: command not found`).
+    assert shutil.which("grpcurl", path=_second_terminal_env()["PATH"]) is None
+    venv = quickstart.checkout / ".venv" / "bin"
+    found = quickstart.run("command -v kubeletemu grpcurl")
+    assert found.stdout.split() == [str(venv / "kubeletemu"), str(venv / "grpcurl")], found.stderr
+    for kind, expected in (
+        ("client", ["prod/web", "ADMITTED", "exit 1: the node already holds prod/web", "removed prod/web"]),
+        ("podresources", ["pfp0v001", "apiVersion: topology.node.k8s.io/v1alpha2", "node-0", "cpuIds"]),
+        ("simulate", ["simulation on synthetic: 4 configuration(s)"]),
+        ("schedule", ["prod/web: scheduled on ", '"chosen": "', "profile topo-aware-scheduler: "]),
+    ):
+        for example in of_kind(kind):
+            out = quickstart.run(example.body)
+            assert out.returncode == 0, f"README {kind} example failed:\n{out.stdout}\n{out.stderr}"
+            shown = out.stdout
+            if kind == "podresources":
+                shown += (quickstart.checkout / "nrt.yaml").read_text()
+            for fragment in expected:
+                assert fragment in shown, (kind, fragment, shown)
+
+
+@pytest.mark.slow  # the example's fleet: 25 nodes, six setups, five seeds each, on a simulated clock
+def test_fleet_example_prints_the_table_shown(quickstart: Quickstart) -> None:
+    [example] = of_kind("fleet")
+    out = quickstart.run(example.body, timeout=1800)  # minutes on a loaded 2-core machine
+    assert out.returncode == 0, out.stderr
+    # The README's table is the summary over seeds: each row's seeds, TopologyAffinityError, pending p99
+    # and time-to-Running p99 cells (mean [95 % interval]) as the command's summary lines print them.
+    shown = re.findall(
+        r"^\| `([^`]+)`[^|]*\| (\d+) \| ([^|]+?) \| ([^|]+?) \| ([^|]+?) \|", README.read_text(), re.MULTILINE
+    )
+    rows = {name: (seeds, tae, p99, running) for name, seeds, tae, p99, running in shown}
+    assert len(rows) == 6
+    cell = r"(\S+ \[\S+, \S+\])"
+    summary = re.compile(rf"^(\S+)\s+(\d+)\s+{cell}\s+{cell}\s+{cell}\s+{cell}$")
+    printed = [m.groups() for m in map(summary.match, out.stdout.splitlines()) if m]
+    for name, seeds, tae, _p50, p99, running in printed:
+        assert rows.pop(name) == (seeds, tae, p99, running), name
+    assert not rows
 
 
 # ---- the systemd installation ------------------------------------------------------------------------
@@ -290,6 +350,7 @@ def _into(root: Path, script: str) -> str:
     return "\n".join(lines)
 
 
+@pytest.mark.slow  # the README's systemd steps install a virtualenv of their own
 @pytest.mark.skipif(SYSTEMD_ANALYZE is None, reason="systemd-analyze is not installed")
 @pytest.mark.skipif(shutil.which("git") is None, reason="copying the checkout needs git")
 def test_systemd_steps_install_what_the_unit_runs(tmp_path: Path) -> None:
@@ -299,7 +360,7 @@ def test_systemd_steps_install_what_the_unit_runs(tmp_path: Path) -> None:
         (root / present).mkdir(parents=True)
     [steps] = of_kind("systemd")
     assert "systemctl daemon-reload && sudo systemctl enable --now kubeletemu" in steps.body
-    out = _run(_into(root, steps.body), checkout, _second_terminal_env())
+    out = _run(_into(root, steps.body), checkout, _second_terminal_env(), timeout=900)  # pip install .
     assert out.returncode == 0, out.stderr
     unit = root / "etc/systemd/system/kubeletemu.service"
     assert unit.read_text() == (REPO / "systemd/kubeletemu.service").read_text()

@@ -2,38 +2,41 @@
 
 Exit statuses are those of :mod:`kubeletemu.cli.common`: 0 success, 1 a refusal or negative answer, 2 a
 usage or input error, 3 the daemon unreachable; anything but 0 comes with one line on standard error.
-Clients find the daemon at ``--socket``, else ``$KUBELETEMU_SOCKET``, else the configuration's ``socket``.
+Clients find the daemon at ``--socket``, else ``$KUBELETEMU_SOCKET``, else the configuration's ``socket``;
+``simulate`` and ``schedule`` run here unless ``--live`` asks them to use the daemon's node.
+
+Start-up: building the parser imports argparse and the command modules, which import nothing else at
+module level; each command's handler imports gRPC, YAML and the engine it needs when it runs
+(``tests/cli/test_startup.py`` holds ``--version`` and ``--help`` to that).
 """
 
 from __future__ import annotations
 
-import argparse
 import signal
 import sys
 from collections.abc import Sequence
-from importlib import metadata
 
+from kubeletemu import __version__
 from kubeletemu.cli import fleet, node, pods, probe, schedule, serve, shadow, whatif
 from kubeletemu.cli.common import EXIT_OK, EXIT_REFUSED, EXIT_UNREACHABLE, EXIT_USAGE, CLIError
+from kubeletemu.cli.parsing import PROG, CommandListFormatter, CommandParser, describe_commands
 
 __all__ = ["EXIT_OK", "EXIT_REFUSED", "EXIT_UNREACHABLE", "EXIT_USAGE", "build_parser", "main"]
 
 
-def version() -> str:
-    try:
-        return metadata.version("kubeletemu")
-    except metadata.PackageNotFoundError:  # run from a checkout that was never installed
-        return "unknown"
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="kubeletemu", description="The kubelet's NUMA-aware admission, emulated."
+def build_parser() -> CommandParser:
+    parser = CommandParser(
+        prog=PROG,
+        description="The kubelet's NUMA-aware admission, emulated.",
+        formatter_class=CommandListFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"kubeletemu {version()}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    # The package's own version (pyproject's, checked equal by a test): importlib.metadata would cost more
+    # than the rest of `--version` together.
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
     for group in (serve, pods, node, whatif, schedule, shadow, probe, fleet):
         group.register(sub)
+    describe_commands(sub)
     return parser
 
 
@@ -46,7 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.func(args)
     except CLIError as err:
-        print(f"kubeletemu: {err}", file=sys.stderr)
+        print(f"{PROG}: {err}", file=sys.stderr)
         return err.status
     except KeyboardInterrupt:
         return 130

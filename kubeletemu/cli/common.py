@@ -10,22 +10,19 @@ daemon that answers ``UNAVAILABLE`` itself (its state directory cannot be writte
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-import grpc
-import yaml
-from google.protobuf import json_format
-
-from hostprobe.parse import format_cpulist
-from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
-from kubeletemu._proto.kubeletemu.v1 import admission_pb2_grpc as pb_grpc
-from kubeletemu.daemon.refusals import is_state_refusal
-from kubeletemu.manifest import ManifestError, expand_paths, pod_to_manifest, read_pods
-from kubeletemu.pod import Pod
+# Every command module imports this one to build the parser: gRPC, the stubs, YAML and the engine are
+# imported by the functions that use them, so that ``--version``, ``--help`` and a bad flag cost nothing.
+if TYPE_CHECKING:
+    from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
+    from kubeletemu._proto.kubeletemu.v1 import admission_pb2_grpc as pb_grpc
+    from kubeletemu.pod import Pod
 
 DEFAULT_SOCKET = "/run/kubeletemu/kubeletemu.sock"
 # Where the systemd unit's configuration lives; a client reads its ``socket`` when nothing else says.
@@ -49,6 +46,24 @@ def fail(message: str, status: int = EXIT_USAGE) -> NoReturn:
     raise CLIError(message, status)
 
 
+def one_line(text: str) -> str:
+    """``text`` as one line of standard error: a multi-line message (a kubelet error quoting a manifest)
+    has its line breaks folded into spaces."""
+    return " ".join(text.split())
+
+
+def kubelet_version(text: str) -> str:
+    """``--kubelet-version``'s type: ``1.34``, ``v1.34.2`` or ``master``, normalised as ``serve`` and the
+    daemon read ``kubeletVersion`` (:func:`kubeletemu.versions.parse_version`), so a wrong one is a usage
+    error here (exit 2) before any daemon is asked."""
+    from kubeletemu.versions import parse_version
+
+    try:
+        return parse_version(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
 # ---- the daemon's socket ------------------------------------------------------------------------------
 
 
@@ -66,6 +81,30 @@ def add_socket_arguments(parser: argparse.ArgumentParser, help_text: str | None 
         help=f"read the socket from this EmulatorConfiguration (default: ${CONFIG_ENV}, else "
         f"{DEFAULT_CONFIG} where it exists)",
     )
+
+
+def add_live_argument(parser: argparse.ArgumentParser, help_text: str) -> None:
+    """``--live`` on a command that also runs on its own (``simulate``, ``schedule``): use the daemon's
+    node. ``--socket``, ``$KUBELETEMU_SOCKET`` and ``--config`` only say where that daemon is."""
+    parser.add_argument("--live", action="store_true", help=help_text)
+
+
+def on_daemon(args: argparse.Namespace) -> bool:
+    """Whether a command with ``--live`` runs on the daemon. ``--socket`` or ``--config`` without
+    ``--live`` is refused rather than ignored: ``--socket`` alone once meant "run on the daemon" in
+    ``simulate`` and ``schedule``, and a script written then must not silently run elsewhere."""
+    if args.live:
+        return True
+    given = [
+        flag for flag, dest in (("--socket", "socket"), ("--config", "client_config")) if getattr(args, dest)
+    ]
+    if given:
+        says, them = ("say", "them") if len(given) > 1 else ("says", "it")
+        fail(
+            f"{args.command}: {' and '.join(given)} only {says} where the daemon is; add --live to use its "
+            f"node, or leave {them} out to run here"
+        )
+    return False
 
 
 def socket_path(args: argparse.Namespace) -> str:
@@ -91,16 +130,24 @@ def socket_path(args: argparse.Namespace) -> str:
 
 
 def stub(socket: str, max_receive: int | None = None) -> pb_grpc.AdmissionStub:
+    import grpc
+
+    from kubeletemu._proto.kubeletemu.v1 import admission_pb2_grpc as pb_grpc
+
     options = [] if max_receive is None else [("grpc.max_receive_message_length", max_receive)]
-    return pb_grpc.AdmissionStub(grpc.insecure_channel(f"unix:{socket}", options=options))
-
-
-# gRPC statuses that are the daemon's negative answer, not a problem with what was asked.
-_INPUT_ERRORS = (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.OUT_OF_RANGE)
+    channel = grpc.insecure_channel(f"unix:{socket}", options=options)
+    # Closed at exit before gRPC's own shutdown, which otherwise waits on the open channel: a client's
+    # exit is ~25 ms sooner (benchmarks/bench_cli.py).
+    atexit.register(channel.close)
+    return pb_grpc.AdmissionStub(channel)
 
 
 def call(method: Any, request: Any, socket: str, timeout: float = 30.0) -> Any:
     """One unary call; a failure becomes the exit status its status code stands for."""
+    import grpc
+
+    from kubeletemu.daemon.refusals import is_state_refusal
+
     try:
         return method(request, timeout=timeout)
     except grpc.RpcError as err:
@@ -108,16 +155,17 @@ def call(method: Any, request: Any, socket: str, timeout: float = 30.0) -> Any:
         detail = err.details() or ""
         if code == grpc.StatusCode.UNAVAILABLE and not is_state_refusal(err.trailing_metadata()):
             fail(f"cannot reach the daemon at {socket}: {detail}", EXIT_UNREACHABLE)
-        if code in _INPUT_ERRORS:
+        # The daemon's negative answer about what was asked: bad input, not a refusal.
+        if code in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.OUT_OF_RANGE):
             fail(f"{code.name}: {detail}", EXIT_USAGE)
         fail(f"{code.name}: {detail}", EXIT_REFUSED)
 
 
 def to_dict(message: Any) -> dict[str, Any]:
-    out: dict[str, Any] = json_format.MessageToDict(
-        message, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
-    )
-    return out
+    """A response as ``-o json|yaml`` prints it: exact integers, not the JSON mapping's strings."""
+    from kubeletemu.cli.protojson import message_doc
+
+    return message_doc(message)
 
 
 # ---- input --------------------------------------------------------------------------------------------
@@ -139,6 +187,8 @@ def add_file_arguments(parser: argparse.ArgumentParser, what: str = "pod manifes
 
 def manifest_paths(names: Sequence[str]) -> list[str]:
     """Every ``-f`` in order; a directory stands for its manifest files, sorted by name (kubectl's way)."""
+    from kubeletemu.manifest import ManifestError, expand_paths
+
     try:
         return expand_paths(names)
     except ManifestError as err:
@@ -147,6 +197,8 @@ def manifest_paths(names: Sequence[str]) -> list[str]:
 
 def read_pod_files(names: Sequence[str]) -> list[Pod]:
     """All pods of all files, read before anything is sent: a bad file changes nothing."""
+    from kubeletemu.manifest import ManifestError, read_pods
+
     pods: list[Pod] = []
     for path in manifest_paths(names):
         try:
@@ -177,6 +229,8 @@ def emit(docs: Iterable[dict[str, Any]], output: str, table: Callable[[dict[str,
         if output == "json":
             text = json.dumps(doc, sort_keys=True) + "\n"
         elif output == "yaml":
+            import yaml
+
             text = ("" if first else "---\n") + yaml.safe_dump(doc, sort_keys=False)
         else:
             text = table(doc)
@@ -212,9 +266,14 @@ def binary_bytes(value: int) -> str:
 
 def cpu_list(ids: Iterable[int]) -> str:
     """CPU ids as the kernel's cpuset list format (``0-3,8``); ``-`` for none."""
+    from hostprobe.parse import format_cpulist
+
     return format_cpulist(ids) or "-"
 
 
 def pod_source(pod: Pod) -> pb.PodSource:
     """A pod as the daemon's requests carry it: its manifest, as read."""
+    from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
+    from kubeletemu.manifest import pod_to_manifest
+
     return pb.PodSource(manifest=json.dumps(pod_to_manifest(pod)))

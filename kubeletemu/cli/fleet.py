@@ -9,9 +9,12 @@ from pathlib import Path
 
 from kubeletemu.cli.common import EXIT_OK, add_file_arguments, fail
 
+# What a shell reports for a command ended by SIGINT (128 + 2), as ``main`` returns for a bare ^C.
+EXIT_INTERRUPTED = 130
+
 
 def cmd_fleet(args: argparse.Namespace) -> int:
-    from kubeletemu.fleet.parallel import RunnerError, require_ray, run_many
+    from kubeletemu.fleet.parallel import Interrupted, RunnerError, require_ray, run_many
     from kubeletemu.fleet.report import render_csv, render_json, render_table, render_yaml
     from kubeletemu.fleet.spec import FleetError, load_fleet
 
@@ -34,10 +37,15 @@ def cmd_fleet(args: argparse.Namespace) -> int:
         configs = load_fleet(path).configurations()
     except FleetError as err:
         fail(str(err))
+    interrupted: Interrupted | None = None
     try:
         results = run_many(configs, workers=args.workers, ray_address=args.ray, progress=True)
+    except Interrupted as err:  # ^C: what finished is still shown (and charted), then one line, exit 130
+        interrupted, results = err, err.results
     except RunnerError as err:  # a configuration failed (ConfigurationFailed), or Ray is unreachable or gone
         fail(str(err), 1)
+    if interrupted is not None and not results:
+        fail(str(interrupted), EXIT_INTERRUPTED)
     render = {"table": render_table, "json": render_json, "yaml": render_yaml, "csv": render_csv}[args.output]
     text = render(results)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
@@ -51,12 +59,17 @@ def cmd_fleet(args: argparse.Namespace) -> int:
             fail(f"{args.chart}: {err.strerror or err}")
         except PlotInputError as err:
             fail(str(err), 1)
+    if interrupted is not None:
+        fail(str(interrupted), EXIT_INTERRUPTED)
     return EXIT_OK
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     fleet = sub.add_parser(
-        "fleet", help="a fleet of exact nodes under schedulers and their NRT caches, on a simulated clock"
+        "fleet",
+        help="what-if for a fleet of nodes, schedulers and caches",
+        description="A fleet of exact nodes under schedulers and their NRT caches, on a simulated clock: "
+        "each configuration of the file's matrix, with TopologyAffinityError counts and pending times.",
     )
     add_file_arguments(fleet, "a kind: Fleet YAML file")
     fleet.add_argument(
@@ -67,7 +80,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="%(choices)s (default %(default)s)",
     )
     fleet.add_argument("--chart", metavar="DIR", help="also write PNG charts into this directory")
-    fleet.add_argument("--workers", type=int, help="local worker processes (default: the CPU count; 1: here)")
+    fleet.add_argument(
+        "--workers", type=int, metavar="N", help="local worker processes (default: the CPU count; 1: here)"
+    )
     fleet.add_argument(
         "--ray", metavar="ADDRESS", help='run each configuration as a Ray task ("auto" or an address)'
     )

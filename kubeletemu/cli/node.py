@@ -6,7 +6,13 @@ import argparse
 import json
 from typing import Any
 
-from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
+from kubeletemu.cli.choices import (
+    FINGERPRINT_METHOD_DEFAULT,
+    FINGERPRINT_METHODS,
+    FINGERPRINT_METHODS_PUBLISHED,
+    FLAVOURS,
+    RTE_UPDATES,
+)
 from kubeletemu.cli.common import (
     EXIT_OK,
     add_output_argument,
@@ -20,9 +26,9 @@ from kubeletemu.cli.common import (
     stub,
     to_dict,
 )
-from kubeletemu.podresources.fingerprint import METHOD_WITH_EXCLUSIVE_RESOURCES, METHODS, METHODS_PUBLISHED
-from kubeletemu.podresources.nrt import RTE_UPDATE_PERIODIC, RTE_UPDATE_REACTIVE
-from kubeletemu.scheduler.live import FLAVOUR_RTE, FLAVOURS
+
+# The kubelet's cpumanager.PolicyNone (the engine's cpumanager.POLICY_NONE, not imported: clients stay light).
+CPU_POLICY_NONE = "none"
 
 
 def _topology_table(doc: dict[str, Any]) -> str:
@@ -30,22 +36,33 @@ def _topology_table(doc: dict[str, Any]) -> str:
         f"topologyManagerPolicy={doc['topology_manager_policy']} scope={doc['topology_manager_scope']} "
         f"cpuManagerPolicy={doc['cpu_manager_policy']} memoryManagerPolicy={doc['memory_manager_policy']}\n"
     )
+    # The none policy pins nothing (policy_none.go: no allocatable CPUs, Allocate a no-op): every container
+    # runs on all the node's CPUs, so "0 free" would misread an idle node; the pool is shown instead.
+    unpinned = doc["cpu_manager_policy"] == CPU_POLICY_NONE
     rows = [["NODE", "CPUS", "FREE CPUS", "MEMORY ALLOCATABLE", "MEMORY FREE"]]
     for node in doc["numa_nodes"]:
+        free = node["free_cpu_ids"]
         rows.append(
             [
                 str(node["id"]),
                 cpu_list(node["cpu_ids"]),
-                f"{len(node['free_cpu_ids'])} ({cpu_list(node['free_cpu_ids'])})",
-                binary_bytes(int(node["memory_allocatable_bytes"])),
-                binary_bytes(int(node["memory_free_bytes"])),
+                f"shared {cpu_list(node['cpu_ids'])}" if unpinned else f"{len(free)} ({cpu_list(free)})",
+                binary_bytes(node["memory_allocatable_bytes"]),
+                binary_bytes(node["memory_free_bytes"]),
             ]
         )
+    note = (
+        f"cpuManagerPolicy={CPU_POLICY_NONE}: no CPU is exclusive; every container shares the node's CPUs\n"
+        if unpinned
+        else ""
+    )
     errors = "".join(f"a real kubelet would not start here: {e}\n" for e in doc["kubelet_start_errors"])
-    return head + align(rows) + errors
+    return head + align(rows) + note + errors
 
 
 def cmd_topology(args: argparse.Namespace) -> int:
+    from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
+
     socket = socket_path(args)
     doc = to_dict(call(stub(socket).GetNodeTopology, pb.GetNodeTopologyRequest(), socket))
     emit([doc], args.output, _topology_table)
@@ -53,22 +70,36 @@ def cmd_topology(args: argparse.Namespace) -> int:
 
 
 def cmd_fingerprint(args: argparse.Namespace) -> int:
+    from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
+
     socket = socket_path(args)
     response = call(stub(socket).GetFingerprint, pb.GetFingerprintRequest(method=args.method), socket)
     emit([to_dict(response)], args.output, lambda d: d["fingerprint"])
     return EXIT_OK
 
 
+def _amount(resource: str, quantity: str) -> str:
+    """An NRT amount for people: memory and hugepages in binary units (``12.4Gi``, as ``topology``),
+    everything else (CPUs, devices) as the object says it."""
+    if resource != "memory" and not resource.startswith("hugepages-"):
+        return quantity
+    from kubeletemu.quantity import Quantity
+
+    return binary_bytes(Quantity.parse(quantity).value())
+
+
 def _nrt_table(manifest: dict[str, Any]) -> str:
     rows = [["ZONE", "RESOURCE", "CAPACITY", "ALLOCATABLE", "AVAILABLE"]]
     for zone in manifest["zones"]:
         for r in zone["resources"]:
-            rows.append([zone["name"], r["name"], r["capacity"], r["allocatable"], r["available"]])
+            amounts = (_amount(r["name"], r[k]) for k in ("capacity", "allocatable", "available"))
+            rows.append([zone["name"], r["name"], *amounts])
     attributes = "".join(f"{a['name']}={a['value']}\n" for a in manifest.get("attributes", []))
     return f"{manifest['metadata']['name']}\n" + align(rows) + attributes
 
 
 def cmd_nrt(args: argparse.Namespace) -> int:
+    from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
     from kubeletemu.daemon.convert import nrt_from_msg
 
     socket = socket_path(args)
@@ -108,38 +139,47 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     topology.set_defaults(func=cmd_topology)
 
     fingerprint = sub.add_parser(
-        "fingerprint", help="the pfp0v001 fingerprint of the pods podresources List reports"
+        "fingerprint",
+        help="the pod set's pfp0v001 fingerprint (podresources List)",
+        description="The pfp0v001 fingerprint of the pods podresources List reports, as "
+        "resource-topology-exporter computes it.",
     )
     add_socket_arguments(fingerprint)
     add_output_argument(fingerprint)
     fingerprint.add_argument(
         "--method",
-        choices=METHODS,
-        default=METHOD_WITH_EXCLUSIVE_RESOURCES,
+        choices=FINGERPRINT_METHODS,
+        default=FINGERPRINT_METHOD_DEFAULT,
         help="which listed pods go in: %(choices)s (default %(default)s, as resource-topology-exporter)",
     )
     fingerprint.set_defaults(func=cmd_fingerprint)
 
-    nrt = sub.add_parser("nrt", help="the NodeResourceTopology an exporter would publish (kubectl apply -f)")
+    nrt = sub.add_parser(
+        "nrt",
+        help="the NodeResourceTopology an exporter would publish",
+        description="The NodeResourceTopology an exporter would publish for the daemon's node, ready for "
+        "kubectl apply -f.",
+    )
     add_socket_arguments(nrt)
     add_output_argument(nrt, default="yaml")
     nrt.add_argument(
         "--method",
-        choices=METHODS_PUBLISHED,
-        default=METHOD_WITH_EXCLUSIVE_RESOURCES,
+        choices=FINGERPRINT_METHODS_PUBLISHED,
+        default=FINGERPRINT_METHOD_DEFAULT,
         help="the fingerprint's pod selection, as resource-topology-exporter's --pods-fingerprint-method: "
         "%(choices)s (default %(default)s)",
     )
     nrt.add_argument(
         "--update",
-        choices=(RTE_UPDATE_PERIODIC, RTE_UPDATE_REACTIVE),
-        default=RTE_UPDATE_PERIODIC,
-        help="the k8stopoawareschedwg/rte-update annotation: what triggered the scan (default %(default)s)",
+        choices=RTE_UPDATES,
+        default=RTE_UPDATES[0],
+        help="the k8stopoawareschedwg/rte-update annotation, what triggered the scan: %(choices)s "
+        "(default %(default)s)",
     )
     nrt.add_argument(
         "--flavour",
         choices=FLAVOURS,
-        default=FLAVOUR_RTE,
+        default=FLAVOURS[0],
         help="which exporter's object: rte (resource-topology-exporter, read by NodeResourceTopologyMatch) "
         "or koordlet (Koordinator's, read by NodeNUMAResource; with the node's Device object, in a List, "
         "when it has GPU or RDMA devices); default %(default)s",

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
+from kubeletemu.cli.choices import KUBELET_VERSIONS, TOPOLOGY_MANAGER_POLICIES, TOPOLOGY_MANAGER_SCOPES
 from kubeletemu.cli.common import (
     EXIT_OK,
     EXIT_REFUSED,
-    EXIT_USAGE,
     add_file_arguments,
     add_output_argument,
     add_socket_arguments,
@@ -19,12 +18,17 @@ from kubeletemu.cli.common import (
     cpu_list,
     emit,
     fail,
+    kubelet_version,
+    one_line,
     pod_source,
     read_pod_files,
     socket_path,
     stub,
     to_dict,
 )
+
+if TYPE_CHECKING:
+    from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
 
 
 def _affinity(container: dict[str, Any]) -> list[int] | None:
@@ -52,7 +56,8 @@ def _container_row(c: dict[str, Any]) -> list[str]:
     if hint and hint.get("preferred"):
         numa += " (preferred)"
     ids = c.get("cpu_ids", [])
-    cpus = cpu_list(ids) if c.get("exclusive_cpus") else f"shared {cpu_list(ids)}"
+    # A container that holds no CPU (its pod was rejected) gets "-", as MEMORY and DEVICES do.
+    cpus = cpu_list(ids) if c.get("exclusive_cpus") or not ids else f"shared {cpu_list(ids)}"
     memory = (
         ", ".join(
             f"{b['memory_type']} {binary_bytes(int(b['size']))} on {','.join(map(str, b['numa_nodes']))}"
@@ -85,6 +90,8 @@ def _admit_table(doc: dict[str, Any]) -> str:
 
 
 def _overrides(args: argparse.Namespace) -> pb.PolicyOverrides:
+    from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
+
     overrides = pb.PolicyOverrides()
     if args.policy:
         overrides.topology_manager_policy = args.policy
@@ -100,28 +107,28 @@ def _overrides(args: argparse.Namespace) -> pb.PolicyOverrides:
     return overrides
 
 
-def _kubelet_version(args: argparse.Namespace) -> str:
-    """``--kubelet-version``, checked here as ``serve`` checks it (the daemon checks it again)."""
-    if args.kubelet_version is None:
-        return ""
-    from kubeletemu.versions import parse_version
-
-    try:
-        return parse_version(args.kubelet_version)
-    except ValueError as err:
-        fail(f"--kubelet-version: {err}", EXIT_USAGE)
+def _rejections(command: str, docs: list[dict[str, Any]], asked: int) -> str:
+    """The stderr line of a refusal: the first rejected pod, its reason and the kubelet's message."""
+    first = docs[0]
+    what = f"{first['reason']} ({first['message']})" if first["message"] else first["reason"]
+    pod = f"pod {first['namespace']}/{first['name']}"
+    if len(docs) == 1:
+        return one_line(f"{command}: {pod}: rejected: {what}")
+    return one_line(f"{command}: {len(docs)} of {asked} pods rejected, the first {pod}: {what}")
 
 
 def cmd_admit(args: argparse.Namespace, dry_run: bool) -> int:
+    from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
+
     pods = read_pod_files(args.files)
     overrides = _overrides(args) if dry_run else None
-    version = _kubelet_version(args) if dry_run else ""
+    # --kubelet-version was checked (and normalised) by the parser; the daemon checks it again.
+    version = (args.kubelet_version or "") if dry_run else ""
     socket = socket_path(args)
     client = stub(socket)
-    rejected = False
+    rejected: list[dict[str, Any]] = []
 
     def answers() -> Any:
-        nonlocal rejected
         for pod in pods:
             source = pod_source(pod)
             if dry_run:
@@ -130,16 +137,21 @@ def cmd_admit(args: argparse.Namespace, dry_run: bool) -> int:
             else:
                 response = call(client.Admit, pb.AdmitRequest(pod=source), socket)
             doc = _pod_json(response)
-            rejected |= not doc["admitted"]
+            if not doc["admitted"]:
+                rejected.append(doc)
             yield doc
 
     emit(answers(), args.output, _admit_table)
-    return EXIT_REFUSED if rejected else EXIT_OK
+    if rejected:
+        fail(_rejections(args.command, rejected, len(pods)), EXIT_REFUSED)
+    return EXIT_OK
 
 
 def cmd_remove(args: argparse.Namespace) -> int:
     """By ``--uid``, or the pods of ``-f`` files by their UIDs (derived from namespace/name where the
     manifest has none, as ``admit`` derives them)."""
+    from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
+
     uids = [args.uid] if args.uid else [pod.uid for pod in read_pod_files(args.files)]
     socket = socket_path(args)
     client = stub(socket)
@@ -158,6 +170,8 @@ def _list_table(doc: dict[str, Any]) -> str:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
+
     socket = socket_path(args)
     emit([to_dict(call(stub(socket).ListPods, pb.ListPodsRequest(), socket))], args.output, _list_table)
     return EXIT_OK
@@ -172,13 +186,29 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         add_socket_arguments(p)
         add_output_argument(p)
         if dry:
-            p.add_argument("--policy", help="what-if topologyManagerPolicy")
-            p.add_argument("--scope", help="what-if topologyManagerScope")
-            p.add_argument("--policy-option", action="append", help="what-if policy option KEY=VALUE")
+            p.add_argument(
+                "--policy",
+                choices=TOPOLOGY_MANAGER_POLICIES,
+                help="what-if topologyManagerPolicy: %(choices)s (default: the node's)",
+            )
+            p.add_argument(
+                "--scope",
+                choices=TOPOLOGY_MANAGER_SCOPES,
+                help="what-if topologyManagerScope: %(choices)s (default: the node's)",
+            )
+            p.add_argument(
+                "--policy-option",
+                action="append",
+                metavar="KEY=VALUE",
+                help="what-if topologyManagerPolicyOptions entry; repeat it; given at all, it replaces the "
+                "node's options",
+            )
             p.add_argument(
                 "--kubelet-version",
-                help="ask the kubelet of this version (1.33, 1.34, 1.35, 1.36 or master) on the node as it "
-                "is now: an upgrade what-if (default: the daemon's version)",
+                type=kubelet_version,
+                metavar="VERSION",
+                help=f"ask the kubelet of this version ({', '.join(KUBELET_VERSIONS)}; v1.34.2 reads as "
+                "1.34) on the node as it is now: an upgrade what-if (default: the daemon's version)",
             )
         p.set_defaults(func=lambda a, d=dry: cmd_admit(a, d))
 

@@ -6,12 +6,12 @@ import argparse
 import json
 import sys
 
-import yaml
-
 from kubeletemu.cli.common import OUTPUTS, fail
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
+    import yaml
+
     import hostprobe
     from hostprobe.__main__ import main as probe_main
 
@@ -27,8 +27,19 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    probe = sub.add_parser("probe", help="print the host's NUMA topology")
-    probe.add_argument("--sysfs-root", default="/sys")
-    probe.add_argument("--procfs-root", default="/proc")
-    probe.add_argument("-o", "--output", choices=OUTPUTS, default="table")
+    probe = sub.add_parser(
+        "probe",
+        help="print this host's NUMA topology",
+        description="Print this host's NUMA topology (or a captured tree's) as the kubelet would see it, "
+        "as python -m hostprobe does; needs no daemon.",
+    )
+    probe.add_argument(
+        "--sysfs-root", default="/sys", metavar="DIR", help="read this sysfs tree (default %(default)s)"
+    )
+    probe.add_argument(
+        "--procfs-root", default="/proc", metavar="DIR", help="read this procfs tree (default %(default)s)"
+    )
+    probe.add_argument(
+        "-o", "--output", choices=OUTPUTS, default="table", help="%(choices)s (default %(default)s)"
+    )
     probe.set_defaults(func=cmd_probe)

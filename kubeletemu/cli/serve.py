@@ -8,7 +8,8 @@ import shlex
 import shutil
 import sys
 
-from kubeletemu.cli.common import DEFAULT_SOCKET, EXIT_REFUSED, EXIT_USAGE, fail
+from kubeletemu.cli.choices import KUBELET_VERSIONS, LOG_LEVELS
+from kubeletemu.cli.common import DEFAULT_SOCKET, EXIT_REFUSED, EXIT_USAGE, fail, kubelet_version
 
 
 def _duration(text: str) -> float:
@@ -58,14 +59,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from kubeletemu.daemon.server import ServeOptions, StartupConflictError, StartupError, serve
 
     configure_logging(args.log_level)
-    kubelet_version = None
-    if args.kubelet_version is not None:
-        from kubeletemu.versions import parse_version
-
-        try:
-            kubelet_version = parse_version(args.kubelet_version)
-        except ValueError as err:
-            fail(f"--kubelet-version: {err}", EXIT_USAGE)
     options = ServeOptions(
         config_paths=args.config or (),
         socket=args.socket,
@@ -80,7 +73,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         kubelet_config=args.kubelet_config,
         kubelet_podresources_socket=args.kubelet_podresources_socket,
         shadow_refresh_period=args.shadow_refresh_period,
-        kubelet_version=kubelet_version,
+        kubelet_version=args.kubelet_version,  # normalised by the parser (see kubelet_version)
         # Only for a person at a terminal; under systemd the journal gets the JSON log lines alone.
         on_ready=_announce if sys.stderr.isatty() else None,
     )
@@ -94,24 +87,49 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    serve = sub.add_parser("serve", help="run the daemon")
-    serve.add_argument("--config", action="append", help="KubeletConfiguration/EmulatorConfiguration YAML")
-    serve.add_argument("--socket", help=f"admission socket (default from the config, else {DEFAULT_SOCKET})")
+    serve = sub.add_parser(
+        "serve",
+        help="run the daemon: an emulated node, or --shadow",
+        description="Run the daemon: the kubelet's admission on an emulated node (this host, a captured "
+        "tree or --sample), or with --shadow a read-only mirror of this node's real kubelet.",
+    )
+    serve.add_argument(
+        "--config",
+        action="append",
+        metavar="FILE",
+        help="KubeletConfiguration and/or EmulatorConfiguration YAML; repeatable (at most one of each kind "
+        "in all)",
+    )
+    serve.add_argument(
+        "--socket", metavar="PATH", help=f"admission socket (default from the config, else {DEFAULT_SOCKET})"
+    )
     serve.add_argument(
         "--podresources-socket",
+        metavar="PATH",
         help="the kubelet podresources API socket (default from the config, else podresources.sock "
         "beside --socket)",
     )
-    serve.add_argument("--state-dir", help="checkpoints and the pod registry (locked while the daemon runs)")
-    serve.add_argument("--sysfs-root", help="probe this sysfs tree instead of /sys")
-    serve.add_argument("--procfs-root", help="probe this procfs tree instead of /proc")
-    serve.add_argument("--metrics-address", help="serve Prometheus metrics on HOST:PORT (off by default)")
+    serve.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        help="checkpoints and the pod registry (locked while the daemon runs)",
+    )
+    serve.add_argument("--sysfs-root", metavar="DIR", help="probe this sysfs tree instead of /sys")
+    serve.add_argument("--procfs-root", metavar="DIR", help="probe this procfs tree instead of /proc")
+    serve.add_argument(
+        "--metrics-address", metavar="HOST:PORT", help="serve Prometheus metrics here (off by default)"
+    )
     serve.add_argument(
         "--sample",
         action="store_true",
         help="use the bundled sample topology (2 NUMA nodes) instead of this host",
     )
-    serve.add_argument("--log-level", default="info")
+    serve.add_argument(
+        "--log-level",
+        choices=LOG_LEVELS,
+        default="info",
+        help="the lowest level logged (JSON lines on standard output): %(choices)s (default %(default)s)",
+    )
     serve.add_argument(
         "--shadow",
         action="store_true",
@@ -119,25 +137,32 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "are refused",
     )
     serve.add_argument(
-        "--kubelet-root-dir", help="shadow mode: the kubelet's root directory (/var/lib/kubelet)"
+        "--kubelet-root-dir",
+        metavar="DIR",
+        help="shadow mode: the kubelet's root directory (/var/lib/kubelet)",
     )
     serve.add_argument(
         "--kubelet-config",
+        metavar="FILE",
         help="shadow mode: the kubelet's config file (default: config.yaml in the root dir)",
     )
     serve.add_argument(
         "--kubelet-podresources-socket",
+        metavar="PATH",
         help="shadow mode: the kubelet's podresources socket (default: pod-resources/kubelet.sock in the "
         "root dir)",
     )
     serve.add_argument(
         "--shadow-refresh-period",
         type=_duration,
+        metavar="DURATION",
         help="shadow mode: re-read the kubelet's state this often besides on changes (10s; 0s: never)",
     )
     serve.add_argument(
         "--kubelet-version",
-        help="the kubelet version to be exact to: 1.33, 1.34, 1.35, 1.36 or master (default from the config, "
+        type=kubelet_version,
+        metavar="VERSION",
+        help=f"the kubelet version to be exact to: {', '.join(KUBELET_VERSIONS)} (default from the config, "
         "else master)",
     )
     serve.set_defaults(func=cmd_serve)

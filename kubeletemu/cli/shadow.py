@@ -6,7 +6,6 @@ import argparse
 import time
 from typing import Any
 
-from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
 from kubeletemu.cli.common import (
     EXIT_OK,
     EXIT_REFUSED,
@@ -14,6 +13,7 @@ from kubeletemu.cli.common import (
     add_socket_arguments,
     call,
     emit,
+    fail,
     socket_path,
     stub,
     to_dict,
@@ -68,16 +68,23 @@ def _report_table(r: dict[str, Any]) -> str:
 
 
 def cmd_shadow_report(args: argparse.Namespace) -> int:
+    from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
+
     socket = socket_path(args)
     doc = to_dict(call(stub(socket).GetShadowReport, pb.GetShadowReportRequest(), socket))
     emit([doc], args.output, _report_table)
-    return EXIT_REFUSED if doc["divergences"] else EXIT_OK
+    if doc["divergences"]:
+        count = len(doc["divergences"])
+        fail(f"shadow-report: {count} divergence(s) from the kubelet (listed above)", EXIT_REFUSED)
+    return EXIT_OK
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     report = sub.add_parser(
         "shadow-report",
-        help="shadow mode: the mirror of the real kubelet and its self-check (exit 1 on divergence)",
+        help="shadow mode: the mirror and its self-check",
+        description="Shadow mode: how the mirror of the real kubelet was built, and its self-check "
+        "against every decision the kubelet took (exit 1 on a divergence).",
     )
     add_socket_arguments(report)
     add_output_argument(report)

@@ -8,18 +8,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
+from kubeletemu.cli.choices import TOPOLOGY_MANAGER_SCOPES
 from kubeletemu.cli.common import (
     EXIT_OK,
     EXIT_REFUSED,
     add_file_arguments,
+    add_live_argument,
     add_output_argument,
     add_socket_arguments,
     call,
     emit,
     fail,
+    on_daemon,
+    one_line,
     pod_source,
     read_pod_files,
     socket_path,
@@ -33,21 +34,26 @@ SIMULATION_TIMEOUT = 600.0
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    """Runs locally from the file's topology, configuration and stream; with ``--socket`` or ``--live``, on
-    the daemon's node as it is now (gRPC ``Simulate``): the file then gives the matrix and the stream only.
-    ``--chart`` is drawn here from the JSON report, wherever it ran: the daemon has no plotting library."""
+    """Runs locally from the file's topology, configuration and stream; with ``--live``, on the daemon's
+    node as it is now (gRPC ``Simulate``): the file then gives the matrix and the stream only. ``--chart``
+    is drawn here from the JSON report, wherever it ran: the daemon has no plotting library."""
+    [path] = args.files if len(args.files) == 1 else fail("simulate takes one -f file")
+    live = on_daemon(args)
+
+    import yaml
+
+    from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
     from kubeletemu.plot import PlotUnavailable, require_matplotlib
     from kubeletemu.simulate import SimulationError, render_json, render_table
     from kubeletemu.simulate.spec import load_simulation, pod_files, read_text
 
-    [path] = args.files if len(args.files) == 1 else fail("simulate takes one -f file")
     if args.chart:
         try:
             require_matplotlib()  # before a long run, not after it
         except PlotUnavailable as err:
             fail(str(err))
     try:
-        if args.socket is not None or args.live:
+        if live:
             socket = socket_path(args)
             text = read_text(path)
             request = pb.SimulateRequest(simulation=text, files=pod_files(text, Path(path).parent))
@@ -89,13 +95,14 @@ def _least_table(doc: dict[str, Any]) -> str:
 
 
 def cmd_least_numa_nodes(args: argparse.Namespace) -> int:
+    from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
+
     pods = read_pod_files(args.files)
     socket = socket_path(args)
     client = stub(socket)
-    misfit = False
+    misfits: list[str] = []
 
     def answers() -> Any:
-        nonlocal misfit
         for pod in pods:
             request = pb.LeastNUMANodesRequest(
                 pod=pod_source(pod),
@@ -104,42 +111,60 @@ def cmd_least_numa_nodes(args: argparse.Namespace) -> int:
             )
             doc = to_dict(call(client.LeastNUMANodes, request, socket))
             doc["pod"] = f"{pod.namespace}/{pod.name}"
-            misfit |= doc["numa_nodes"] < 0
+            if doc["numa_nodes"] < 0:
+                misfits.append(doc["pod"])
             yield doc
 
     emit(answers(), args.output, _least_table)
-    return EXIT_REFUSED if misfit else EXIT_OK
+    if misfits:
+        fail(
+            one_line(f"least-numa-nodes: no NUMA node combination fits pod {', '.join(misfits)}"),
+            EXIT_REFUSED,
+        )
+    return EXIT_OK
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     least = sub.add_parser(
-        "least-numa-nodes", help="the scheduler's LeastNUMANodes answer for pods on this node"
+        "least-numa-nodes",
+        help="the scheduler's LeastNUMANodes score for pods here",
+        description="The NodeResourceTopologyMatch plugin's LeastNUMANodes answer for pods on the daemon's "
+        "node as it is now: the NUMA nodes each needs, and the score.",
     )
     add_file_arguments(least)
     add_socket_arguments(least)
     add_output_argument(least)
     least.add_argument(
-        "--scope", choices=("container", "pod"), help="default: the node's topologyManagerScope"
+        "--scope",
+        choices=TOPOLOGY_MANAGER_SCOPES,
+        help="count per container or per pod: %(choices)s (default: the node's topologyManagerScope)",
     )
-    least.add_argument("--max-numa-nodes", type=int, help="default: the node's max-allowable-numa-nodes")
+    least.add_argument(
+        "--max-numa-nodes",
+        type=int,
+        metavar="N",
+        help="the most NUMA nodes a combination may span (default: the node's max-allowable-numa-nodes)",
+    )
     least.set_defaults(func=cmd_least_numa_nodes)
 
     simulate = sub.add_parser(
-        "simulate", help="replay a pod stream under a matrix of policies (here, or on the daemon's node)"
+        "simulate",
+        help="replay a pod stream under a matrix of policies",
+        description="Replay a pod stream under a matrix of policies, scopes and options: here, on the "
+        "file's topology, or with --live on the daemon's node as it is now.",
     )
     add_file_arguments(simulate, "a kind: Simulation YAML file")
-    add_socket_arguments(
+    add_live_argument(
         simulate,
-        "run on the daemon at this socket, on its node as it is now (its topology, configuration and pods; "
-        "shadow mode: the real node's), changing nothing; the file then gives matrix and stream only. "
-        "Default: run here, on the file's topology",
+        "run on the daemon's node as it is now (its topology, configuration and pods; shadow mode: the real "
+        "node's), changing nothing; the file then gives matrix and stream only. Default: run here, on the "
+        "file's topology",
     )
-    simulate.add_argument(
-        "--live", action="store_true", help="run on the daemon found as other commands find it (see --config)"
-    )
+    add_socket_arguments(simulate)
     add_output_argument(simulate)
     simulate.add_argument(
         "--chart",
+        metavar="PNG",
         help="also write a PNG chart to this file (needs matplotlib: pip install 'kubeletemu[plot]')",
     )
     simulate.set_defaults(func=cmd_simulate)

@@ -52,3 +52,14 @@ def make_daemon(tmp_path: Path, sample_tree: tuple[Path, Path]) -> Iterator[type
     yield factory  # type: ignore[misc]
     for daemon in started:
         daemon.stop()
+
+
+@pytest.fixture(scope="module")
+def module_daemon(
+    tmp_path_factory: pytest.TempPathFactory, sample_tree: tuple[Path, Path]
+) -> Iterator[DaemonProcess]:
+    """One daemon on :func:`sample_config` for a whole module: for tests whose calls change nothing on the
+    node (refusals, what-ifs), where a daemon per test only costs its start-up."""
+    daemon = DaemonProcess.in_dir(tmp_path_factory.mktemp("daemon"), sample_config(), sample_tree)
+    yield daemon.start()
+    daemon.stop()

@@ -194,10 +194,10 @@ def test_a_reader_that_went_away_ends_the_command_quietly(make_daemon: MakeDaemo
 @pytest.mark.parametrize(
     ("args", "stdin", "status", "fragment"),
     [
-        (("would-admit", "-f", "-"), pod("big", "15"), 1, ""),  # rejected: a negative answer
+        (("would-admit", "-f", "-"), pod("big", "15"), 1, "would-admit: pod ns/big: rejected: "),
         (("admit", "-f", "-"), pod("twice"), 1, "ALREADY_EXISTS"),
         (("remove", "--uid", "nope"), None, 1, "NOT_FOUND"),
-        (("least-numa-nodes", "-f", "-"), pod("huge", "15"), 1, ""),  # fits nowhere
+        (("least-numa-nodes", "-f", "-"), pod("huge", "15"), 1, "no NUMA node combination fits pod ns/huge"),
         (("admit", "-f", "-"), "apiVersion: v1\nkind: Pod\n", 2, "metadata.name"),
         (("nrt", "--method", "exclude-terminal"), None, 2, "invalid choice"),
         (("topology", "--bogus"), None, 2, "unrecognized arguments"),
@@ -211,6 +211,6 @@ def test_exit_statuses(
     assert run("admit", "-f", "-", *socket, stdin=pod("twice")).returncode == 0
     out = run(*args, *socket, stdin=stdin)
     assert out.returncode == status, out.stderr
-    assert fragment in out.stderr
-    if status == 1 and not fragment:
-        assert out.stderr == ""  # the answer is on standard output, not an error
+    # A negative answer too: the answer on standard output, one line saying so on standard error.
+    assert out.stderr.startswith("kubeletemu: ") and fragment in out.stderr
+    assert len(out.stderr.splitlines()) == 1, out.stderr

@@ -40,8 +40,8 @@ def grpcurl(daemon: DaemonProcess, *args: str) -> subprocess.CompletedProcess[st
     )
 
 
-def test_grpcurl_lists_services_through_reflection(make_daemon: MakeDaemon) -> None:
-    daemon = make_daemon()
+def test_grpcurl_lists_services_through_reflection(module_daemon: DaemonProcess) -> None:
+    daemon = module_daemon
     out = grpcurl(daemon, "list")
     assert out.returncode == 0, out.stderr
     services = set(out.stdout.split())
@@ -133,9 +133,9 @@ def test_cli_admit_json_and_exit_statuses(make_daemon: MakeDaemon, tmp_path: Pat
     ],
 )
 def test_cli_errors_are_one_line_with_their_exit_status(
-    make_daemon: MakeDaemon, args: list[str], stdin: str | None, fragment: str, status: int
+    module_daemon: DaemonProcess, args: list[str], stdin: str | None, fragment: str, status: int
 ) -> None:
-    daemon = make_daemon()
+    daemon = module_daemon  # refusals change nothing: one daemon serves every row
     out = cli(daemon, *args, stdin=stdin)
     assert out.returncode == status, out.stderr
     lines = out.stderr.strip().splitlines()

@@ -88,4 +88,5 @@ def test_least_numa_nodes_follows_the_node_state(make_daemon: MakeDaemon) -> Non
     )
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
-    assert (doc["pod"], doc["numa_nodes"], doc["score"]) == ("default/web", 2, "82")
+    # The score an integer, not the proto3 JSON mapping's "82".
+    assert (doc["pod"], doc["numa_nodes"], doc["score"]) == ("default/web", 2, 82)

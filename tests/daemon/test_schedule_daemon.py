@@ -1,4 +1,4 @@
-"""``Schedule`` over gRPC and ``kubeletemu schedule --socket``: the daemon's own node first, as its exporter
+"""``Schedule`` over gRPC and ``kubeletemu schedule --live``: the daemon's own node first, as its exporter
 would publish it, then the objects given."""
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def test_schedule_on_the_daemons_node_and_the_objects_given(make_daemon: MakeDae
     env = dict(os.environ, PYTHONPATH=str(REPO))
     out = subprocess.run(
         [sys.executable, "-m", "kubeletemu.cli", "schedule", "-f", "nine.yaml", "--nrt", "other.yaml",
-         "--socket", str(daemon.socket), "-o", "json"],
+         "--live", "--socket", str(daemon.socket), "-o", "json"],
         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60, check=False,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
@@ -86,8 +86,14 @@ def test_schedule_on_the_daemons_node_and_the_objects_given(make_daemon: MakeDae
         "fits": False,
         "reason": "Insufficient cpu",
         "score": None,
+        "scores": [],
         "policy": "",
     }
+    # Which model decided, and each plugin's share of the total.
+    assert doc["profile"]["name"] == "default-scheduler"
+    scores = doc["nodes"][0]["scores"]
+    assert [s["plugin"] for s in scores] == ["NodeResourcesFit", "NodeResourcesBalancedAllocation"]
+    assert doc["nodes"][0]["score"] == sum(s["score"] * s["weight"] for s in scores)
 
 
 @pytest.mark.parametrize(
@@ -107,9 +113,9 @@ def test_schedule_on_the_daemons_node_and_the_objects_given(make_daemon: MakeDae
     ],
 )
 def test_bad_schedule_requests_are_invalid_arguments(
-    make_daemon: MakeDaemon, objects: str, config: str, fragment: str
+    module_daemon: DaemonProcess, objects: str, config: str, fragment: str
 ) -> None:
-    daemon = make_daemon()
+    daemon = module_daemon
     own = daemon.stub().GetNodeResourceTopology(pb.GetNodeResourceTopologyRequest(), timeout=10).name
     with pytest.raises(grpc.RpcError) as err:
         ask(daemon, pod("p", "1"), objects.replace("{own}", own), config)

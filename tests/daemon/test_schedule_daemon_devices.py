@@ -136,15 +136,15 @@ def test_the_free_gpus_numa_node_decides_koordinators_fit(gpu_daemon: GpuDaemon,
     assert schedule(daemon, GPU_POD, flavour="rte").fits  # blind to where the free GPU is
     # The CLI asks the same: the profile picks koordlet's objects unless --flavour says otherwise.
     live = cli(daemon, tmp_path, "schedule", "-f", "gpu-pod.yaml", "--scheduler-config", "sched.yaml",
-               "--socket", str(daemon.socket), "-o", "json")  # fmt: skip
+               "--live", "--socket", str(daemon.socket), "-o", "json")  # fmt: skip
     assert live.returncode == 1 and json.loads(live.stdout)["nodes"][0]["reason"] == koord.reason
     blind = cli(daemon, tmp_path, "schedule", "-f", "gpu-pod.yaml", "--scheduler-config", "sched.yaml",
-              "--socket", str(daemon.socket), "--flavour", "rte", "-o", "json")  # fmt: skip
+              "--live", "--socket", str(daemon.socket), "--flavour", "rte", "-o", "json")  # fmt: skip
     assert blind.returncode == 0 and json.loads(blind.stdout)["chosen"] == "gpu-node"
     local = cli(
         daemon, tmp_path, "schedule", "-f", "gpu-pod.yaml", "--nrt", "published.yaml", "--flavour", "rte"
     )
-    assert local.returncode == 2 and "needs --live or --socket" in local.stderr
+    assert local.returncode == 2 and "needs --live" in local.stderr
 
 
 def test_the_only_gpu_in_use(gpu_daemon: GpuDaemon) -> None:

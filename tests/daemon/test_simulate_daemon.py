@@ -1,4 +1,4 @@
-"""gRPC ``Simulate`` and ``kubeletemu simulate --socket`` through the real daemon: the stream starts from
+"""gRPC ``Simulate`` and ``kubeletemu simulate --live`` through the real daemon: the stream starts from
 the pods the daemon holds, the daemon's state does not change, and a file that describes a node of its
 own, or is not a Simulation, is INVALID_ARGUMENT."""
 
@@ -134,7 +134,7 @@ def test_simulate_invalid_argument(make_daemon: MakeDaemon, text: str, message: 
 
 
 def test_cli_simulate_socket(make_daemon: MakeDaemon, tmp_path: Path) -> None:
-    """``--socket`` asks the daemon; a ``pods:`` file is read by the CLI and sent along; same outputs as a
+    """``--live`` asks the daemon; a ``pods:`` file is read by the CLI and sent along; same outputs as a
     local run (table, JSON, chart); errors are one line, exit status 2."""
     daemon = make_daemon()
     for manifest in RESIDENTS:
@@ -146,7 +146,7 @@ def test_cli_simulate_socket(make_daemon: MakeDaemon, tmp_path: Path) -> None:
     spec = tmp_path / "sim.yaml"
     spec.write_text(SIMULATION.split("stream:")[0] + "stream:\n- pods: w.yaml\n  repeat: 4\n")
     before = state(daemon)
-    out = cli(daemon, "simulate", "-f", str(spec), "-o", "json", "--chart", str(tmp_path / "c.png"))
+    out = cli(daemon, "simulate", "--live", "-f", str(spec), "-o", "json", "--chart", str(tmp_path / "c.png"))
     assert out.returncode == 0, out.stderr
     assert out.stdout == simulate(daemon).json + "\n"
     assert outcomes(json.loads(out.stdout))[0] == ("single-numa-node", 1, 4, {"TopologyAffinityError": 3})
@@ -155,15 +155,15 @@ def test_cli_simulate_socket(make_daemon: MakeDaemon, tmp_path: Path) -> None:
 
     drawn_here = simulation_chart(json.loads(out.stdout), tmp_path / "here.png")
     assert (tmp_path / "c.png").read_bytes() == drawn_here.read_bytes()
-    table = cli(daemon, "simulate", "-f", str(spec))
+    table = cli(daemon, "simulate", "--live", "-f", str(spec))
     assert table.returncode == 0 and table.stdout.startswith("simulation on live node ")
     assert state(daemon) == before
 
     spec.write_text(SIMULATION.replace("matrix:", "config: [k.yaml]\nmatrix:"))
-    refused = cli(daemon, "simulate", "-f", str(spec))
+    refused = cli(daemon, "simulate", "--live", "-f", str(spec))
     assert refused.returncode == 2
     assert refused.stderr.startswith("kubeletemu: INVALID_ARGUMENT: simulation: config: not allowed here")
-    missing = cli(daemon, "simulate", "-f", str(tmp_path / "nope.yaml"))
+    missing = cli(daemon, "simulate", "--live", "-f", str(tmp_path / "nope.yaml"))
     assert (missing.returncode, missing.stderr.strip()) == (
         2,
         f"kubeletemu: {tmp_path / 'nope.yaml'}: cannot read: No such file or directory",

@@ -13,6 +13,8 @@ from hostprobe.model import HostTopology
 from hostprobe.parse import format_cpulist, parse_cpulist
 from tests.hostprobe.hostprobe_capture_support import FIXTURE_NAMES, Capture
 
+pytestmark = pytest.mark.slow
+
 ALL = pytest.mark.parametrize("capture", FIXTURE_NAMES, indirect=True)
 
 

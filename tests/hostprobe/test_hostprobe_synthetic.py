@@ -176,6 +176,7 @@ def test_old_kernel_names_and_missing_cache_ids(tmp_path: Path) -> None:
     assert len(topo.l3_groups) == 2
 
 
+@pytest.mark.slow
 def test_amd_like_ccx_uncore_and_snc(tmp_path: Path) -> None:
     host = SyntheticHost(sockets=2, cores_per_socket=8, threads_per_core=2, nodes_per_socket=2, l3_cores=2)
     topo = build(tmp_path, host)

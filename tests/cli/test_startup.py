@@ -1,0 +1,165 @@
+"""Issue 27 item 3: the CLI imports only what the command it runs needs.
+
+Checked through ``python -X importtime -m kubeletemu …`` (the real CLI in a subprocess): every module the
+interpreter imported is on standard error, so a module-level import added to a command module (or to a
+package ``__init__`` on the way) fails here. No timing is asserted: ``benchmarks/bench_cli.py`` measures.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+import kubeletemu
+from tests.cli.support import MakeDaemon, pod
+from tests.cli.support import kubeletemu as run
+from tests.daemon.daemon_process import REPO
+
+# Libraries and engine packages no command needs before it runs; prefixes of module names.
+HEAVY = (
+    "grpc",
+    "google.protobuf",
+    "yaml",
+    "simpy",
+    "prometheus_client",
+    "matplotlib",
+    "structlog",
+    "numpy",
+    "psutil",
+    "pyroute2",
+    "uvloop",
+    "xxhash",
+    "tqdm",
+    "ray",
+    "kubeletemu._proto",
+    "kubeletemu.config",
+    "kubeletemu.daemon",
+    "kubeletemu.emulator",
+    "kubeletemu.manifest",
+    "kubeletemu.scheduler",
+    "kubeletemu.simulate",
+    "kubeletemu.fleet",
+    "kubeletemu.podresources",
+    "kubeletemu.topologymanager",
+    "kubeletemu.cpumanager",
+    "hostprobe",
+)
+_IMPORT_LINE = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|(?P<indent>\s*)(?P<name>\S+)$", re.MULTILINE)
+
+
+def imported(
+    *args: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    """The CLI's answer, and every module its process imported (``-X importtime`` lists each once)."""
+    out = run(*args, env=env, python=("-X", "importtime"))
+    modules = {m["name"] for m in _IMPORT_LINE.finditer(out.stderr)}
+    assert "kubeletemu.cli" in modules, out.stderr[-2000:]  # the listing is there at all
+    return out, modules
+
+
+def heavy(modules: set[str], allowed: tuple[str, ...] = ()) -> list[str]:
+    return sorted(
+        m
+        for m in modules
+        if any(m == h or m.startswith(h + ".") for h in HEAVY)
+        and not any(m == a or m.startswith(a + ".") for a in allowed)
+    )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--version",),
+        ("--help",),
+        ("would-admit", "--help"),
+        ("schedule", "--help"),
+        ("serve", "--help"),
+        ("would-admit", "--fille", "pod.yaml"),  # a usage error
+        ("simulate", "-f", "sim.yaml", "--socket", "/nowhere"),  # refused before reading anything
+    ],
+)
+def test_parsing_and_usage_errors_import_nothing_heavy(args: tuple[str, ...]) -> None:
+    out, modules = imported(*args)
+    assert out.returncode in (0, 2), out.stderr[-2000:]
+    assert heavy(modules) == []
+
+
+def test_a_client_imports_grpc_and_its_stubs_only(make_daemon: MakeDaemon, tmp_path: Path) -> None:
+    """``list`` (a table with CPU sets and memory) needs gRPC, protobuf and the stubs; ``would-admit`` also
+    the manifest reader (YAML, quantities, the fields' checks). Neither loads the engine, the
+    configuration loader, the probe, nor the daemon's libraries (reflection, health)."""
+    daemon = make_daemon()
+    socket = ("--socket", str(daemon.socket))
+    (tmp_path / "p.yaml").write_text(pod("p"))
+    (tmp_path / "q.yaml").write_text(pod("q"))
+    assert run("admit", "-f", str(tmp_path / "p.yaml"), *socket).returncode == 0
+    client = ("grpc", "google.protobuf", "kubeletemu._proto", "kubeletemu.daemon", "hostprobe")
+    out, modules = imported("list", *socket)
+    assert out.returncode == 0 and "prod/p" in out.stdout, out.stderr[-2000:]
+    assert heavy(modules, client) == []
+    assert {m for m in modules if m.startswith(("hostprobe", "kubeletemu.daemon"))} == {
+        "hostprobe",
+        "hostprobe.parse",  # the cpuset list format
+        "kubeletemu.daemon",
+        "kubeletemu.daemon.refusals",  # tells a daemon's UNAVAILABLE from an unreachable one
+    }
+    # `import grpc` imports these packages' empty tops itself; their services are the daemon's.
+    assert not [m for m in modules if m.startswith(("grpc_reflection.", "grpc_health."))]
+    out, modules = imported("would-admit", "-f", str(tmp_path / "q.yaml"), *socket)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert heavy(modules, (*client, "yaml", "kubeletemu.manifest")) == [
+        "kubeletemu.config",
+        "kubeletemu.config.errors",
+        "kubeletemu.config.fields",
+        "kubeletemu.config.validation",
+    ]
+
+
+def test_an_unreachable_daemon_is_reported_without_the_engine(tmp_path: Path) -> None:
+    out, modules = imported("list", "--socket", str(tmp_path / "nobody.sock"))
+    assert out.returncode == 3
+    assert f"kubeletemu: cannot reach the daemon at {tmp_path / 'nobody.sock'}" in out.stderr
+    assert heavy(modules, ("grpc", "google.protobuf", "kubeletemu._proto", "kubeletemu.daemon")) == []
+    assert {m for m in modules if m.startswith("kubeletemu.daemon")} == {
+        "kubeletemu.daemon",
+        "kubeletemu.daemon.refusals",
+    }
+
+
+def test_the_version_printed_is_the_installed_one() -> None:
+    """``--version`` prints ``kubeletemu.__version__`` (importlib.metadata costs more than the rest of the
+    command); it must be the version pyproject gives the package."""
+    out = run("--version")
+    assert out.returncode == 0 and out.stdout == f"kubeletemu {kubeletemu.__version__}\n"
+    assert kubeletemu.__version__ == metadata.version("kubeletemu")
+    text = (REPO / "pyproject.toml").read_text()
+    assert f'\nversion = "{kubeletemu.__version__}"\n' in text
+
+
+def test_hostprobe_names_stay_importable_and_probe_stays_the_function() -> None:
+    """``hostprobe`` loads its modules on first use; the function ``hostprobe.probe`` shares its name with
+    the module ``hostprobe.probe``, and importing the module first must not hide the function."""
+    script = (
+        "import hostprobe.probe, hostprobe, sys\n"
+        "from hostprobe import ProbeError, HostTopology, probe, psutil_cross_check\n"
+        "assert callable(hostprobe.probe) and hostprobe.probe is probe, hostprobe.probe\n"
+        "assert hostprobe.probe is sys.modules['hostprobe.probe'].probe\n"
+        "assert set(hostprobe.__all__) <= set(dir(hostprobe))\n"
+        "try:\n    hostprobe.nothing\nexcept AttributeError:\n    pass\nelse:\n    raise SystemExit(1)\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, timeout=60, check=False
+    )
+    assert done.stdout == "ok\n", done.stderr
+    lazy = subprocess.run(
+        [sys.executable, "-c", "import hostprobe.parse, sys; print(sorted(m for m in sys.modules "
+         "if m.startswith('hostprobe')))"],
+        capture_output=True, text=True, cwd=REPO, timeout=60, check=False,
+    )  # fmt: skip
+    assert lazy.stdout == "['hostprobe', 'hostprobe.parse']\n", lazy.stderr
