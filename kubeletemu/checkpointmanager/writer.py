@@ -82,6 +82,11 @@ class CheckpointWriter:
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
+    def set_verify(self, verify: Callable[[], str | None]) -> None:
+        """Install the after-pass check (see ``verify`` above); before the first write, by its owner."""
+        with self._cond:
+            self._verify = verify
+
     def submit(self, batch: WriteBatch) -> Future[None]:
         """The future completes when ``batch`` and every batch submitted before it are durable; it
         carries the write's exception if that pass failed, or the failure that stopped the writer."""

@@ -430,7 +430,8 @@ class Daemon:
         rt = self.runtime
         assert self.state_lock is not None
         guard = StateDirGuard(self.state_lock, self._lock_holder())
-        self.writer = CheckpointWriter(verify=guard.problem)
+        self.writer = CheckpointWriter()
+        self.writer.set_verify(guard.problem)
         self.state_disk = StateDisk(
             rt.state_dir,
             self.writer,

@@ -29,6 +29,8 @@ from kubeletemu.pod import Container, Pod
 from kubeletemu.quantity import Quantity
 from tests.conftest import CaptureStore
 
+pytestmark = pytest.mark.slow  # starts processes or runs for seconds: out of the quick subset (README)
+
 GI = 1024**3
 MEMORY_ALLOCATABLE = 32 * GI - 2 * GI - 4 * GI - 512 * 1024**2 - 100 * 1024**2
 VF = "intel.com/sriov_vf"

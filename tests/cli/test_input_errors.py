@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.cli.support import kubeletemu
 from tests.daemon.daemon_process import REPO
+
+pytestmark = pytest.mark.slow  # starts processes or runs for seconds: out of the quick subset (README)
 
 EXAMPLE = REPO / "kubeletemu" / "data" / "examples" / "fleet-reserve-cache.yaml"
 

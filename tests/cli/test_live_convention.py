@@ -7,10 +7,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.cli.support import MakeDaemon, kubeletemu, pod
 from tests.daemon.daemon_process import DaemonProcess
+
+pytestmark = pytest.mark.slow  # starts processes or runs for seconds: out of the quick subset (README)
 
 LOCAL_SIMULATION = """\
 apiVersion: kubeletemu.io/v1alpha1

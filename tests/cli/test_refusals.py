@@ -9,7 +9,11 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from tests.cli.support import MakeDaemon, kubeletemu, pod
+
+pytestmark = pytest.mark.slow  # starts processes or runs for seconds: out of the quick subset (README)
 
 AFFINITY = "TopologyAffinityError (Resources cannot be allocated with Topology locality)"
 

@@ -18,6 +18,8 @@ from kubeletemu.cli import build_parser
 from kubeletemu.cli.common import OUTPUTS
 from tests.daemon.daemon_process import REPO, DaemonProcess
 
+pytestmark = pytest.mark.slow  # starts processes or runs for seconds: out of the quick subset (README)
+
 MakeDaemon = Callable[..., DaemonProcess]
 
 

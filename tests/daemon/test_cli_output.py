@@ -21,6 +21,8 @@ from tests.daemon.conftest import sample_config
 from tests.daemon.daemon_process import REPO, DaemonProcess
 from tests.nodes import kubelet_config
 
+pytestmark = pytest.mark.slow  # starts processes or runs for seconds: out of the quick subset (README)
+
 MiB = 1 << 20
 # 1.5Gi of memory and 4Mi of 2Mi hugepages: both print in binary units, neither as a whole Gi.
 POD = """\

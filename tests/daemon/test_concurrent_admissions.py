@@ -17,6 +17,8 @@ from kubeletemu._proto.kubeletemu.v1 import admission_pb2_grpc
 from tests.daemon.daemon_process import DaemonProcess
 from tests.daemon.test_daemon_admission import admit, pod_yaml
 
+pytestmark = pytest.mark.slow  # starts processes or runs for seconds: out of the quick subset (README)
+
 MakeDaemon = Callable[..., DaemonProcess]
 
 # The sample node: 16 CPUs, CPU 0 reserved; two example.com/dev devices on NUMA node 1.

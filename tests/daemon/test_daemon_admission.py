@@ -23,6 +23,8 @@ from kubeletemu.machine import Machine
 from kubeletemu.manifest import parse_pods
 from tests.daemon.daemon_process import DaemonProcess
 
+pytestmark = pytest.mark.slow  # starts processes or runs for seconds: out of the quick subset (README)
+
 MakeDaemon = Callable[..., DaemonProcess]
 
 

@@ -38,6 +38,8 @@ from tests.daemon.test_daemon_admission import pod_yaml
 from tests.daemon.test_grpcurl_and_cli import cli
 from tests.daemon.test_metrics import free_port
 
+pytestmark = pytest.mark.slow  # starts processes or runs for seconds: out of the quick subset (README)
+
 SAMPLE_CPUS = 16
 SIMULATION = """\
 apiVersion: kubeletemu.io/v1alpha1

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import grpc
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -22,6 +23,8 @@ from kubeletemu._proto.kubeletemu.v1 import admission_pb2_grpc
 from tests.daemon.daemon_process import DaemonProcess
 from tests.daemon.state_checks import file_hashes
 from tests.daemon.test_daemon_admission import admit, pod_yaml
+
+pytestmark = pytest.mark.slow  # starts processes or runs for seconds: out of the quick subset (README)
 
 MakeDaemon = Callable[..., DaemonProcess]
 

@@ -14,6 +14,8 @@ import pytest
 
 from tests.daemon.daemon_process import REPO, DaemonProcess
 
+pytestmark = pytest.mark.slow  # starts processes or runs for seconds: out of the quick subset (README)
+
 MakeDaemon = Callable[..., DaemonProcess]
 GRPCURL = shutil.which("grpcurl") or str(Path(sys.executable).parent / "grpcurl")
 

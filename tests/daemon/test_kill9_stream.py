@@ -14,11 +14,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import grpc
+import pytest
 
 from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
 from kubeletemu._proto.kubeletemu.v1 import admission_pb2_grpc
 from tests.daemon.daemon_process import DaemonProcess
 from tests.daemon.state_checks import Held, assert_consistent, held
+
+pytestmark = pytest.mark.slow  # starts processes or runs for seconds: out of the quick subset (README)
 
 MakeDaemon = Callable[..., DaemonProcess]
 

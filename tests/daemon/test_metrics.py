@@ -31,6 +31,8 @@ from kubeletemu.daemon.metrics import (
 from tests.daemon.conftest import sample_config
 from tests.daemon.daemon_process import DaemonProcess
 
+pytestmark = pytest.mark.slow  # starts processes or runs for seconds: out of the quick subset (README)
+
 KUBELET_NAMES = {
     "kubelet_topology_manager_admission_requests_total": "counter",
     "kubelet_topology_manager_admission_errors_total": "counter",

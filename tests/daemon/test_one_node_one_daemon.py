@@ -21,6 +21,8 @@ from kubeletemu.podresources.fingerprint import compute
 from tests.daemon.conftest import write_config
 from tests.daemon.daemon_process import DaemonProcess
 
+pytestmark = pytest.mark.slow  # starts processes or runs for seconds: out of the quick subset (README)
+
 # No metadata.uid: the daemon derives it from namespace/name.
 POD = """apiVersion: v1
 kind: Pod

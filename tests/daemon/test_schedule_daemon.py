@@ -17,6 +17,8 @@ import yaml
 from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
 from tests.daemon.daemon_process import REPO, DaemonProcess
 
+pytestmark = pytest.mark.slow  # starts processes or runs for seconds: out of the quick subset (README)
+
 MakeDaemon = Callable[..., DaemonProcess]
 
 OTHER = """\

@@ -19,6 +19,8 @@ from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
 from tests.daemon.daemon_process import REPO, DaemonProcess
 from tests.nodes import kubelet_config
 
+pytestmark = pytest.mark.slow  # starts processes or runs for seconds: out of the quick subset (README)
+
 
 def gpu_config(gpus: str) -> str:
     """The sample host (2 NUMA nodes of 8 CPUs; kube-reserved takes CPU 0, on NUMA 0), pod scope, these

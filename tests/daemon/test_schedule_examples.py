@@ -18,6 +18,8 @@ from kubeletemu.cli.schedule import EXAMPLES, EXAMPLES_DIR
 from tests.daemon.conftest import sample_config
 from tests.daemon.daemon_process import REPO, DaemonProcess
 
+pytestmark = pytest.mark.slow  # starts processes or runs for seconds: out of the quick subset (README)
+
 
 def pod(name: str, cpu: str) -> str:
     return (

@@ -24,6 +24,8 @@ from tests.daemon.daemon_process import DaemonProcess
 from tests.daemon.test_daemon_admission import admit, pod_yaml
 from tests.daemon.test_grpcurl_and_cli import cli
 
+pytestmark = pytest.mark.slow  # starts processes or runs for seconds: out of the quick subset (README)
+
 MakeDaemon = Callable[..., DaemonProcess]
 
 # Four 2-CPU pods, under single-numa-node and under best-effort.

@@ -5,7 +5,9 @@ request, and a corrupt device checkpoint."""
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import shutil
 import signal
 import time
@@ -27,6 +29,8 @@ from tests.daemon.test_daemon_admission import admit, pod_yaml
 from tests.daemon.test_degraded_state_dir import WatchedDaemon
 from tests.daemon.test_grpcurl_and_cli import cli
 from tests.daemon.test_metrics import free_port
+
+pytestmark = pytest.mark.slow  # starts processes or runs for seconds: out of the quick subset (README)
 
 MakeDaemon = Callable[..., DaemonProcess]
 SERVING = health_pb2.HealthCheckResponse.SERVING
@@ -224,6 +228,37 @@ def test_state_directory_removed_while_idle_is_rebuilt_by_the_periodic_check(
         daemon.process.wait(10)
         daemon.start()
         assert _pods(daemon) == acknowledged
+    finally:
+        daemon.stop()
+
+
+def _locked_by_another(lock: Path) -> bool:
+    """Whether some other open file description holds an exclusive flock on ``lock``."""
+    fd = os.open(lock, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def test_the_lock_file_removed_alone_is_taken_again(tmp_path: Path, sample_tree: tuple[Path, Path]) -> None:
+    """Without its lock file a second daemon could start on the directory: the next call re-takes it."""
+    port = free_port()
+    daemon = WatchedDaemon.in_dir(tmp_path, "", sample_tree, ["--metrics-address", f"127.0.0.1:{port}"])
+    write_config(daemon.config)
+    daemon.start()
+    try:
+        _admit(daemon, pod_yaml("a"))
+        lock = daemon.state_dir / LOCK_NAME
+        assert _locked_by_another(lock)
+        lock.unlink()
+        _admit(daemon, pod_yaml("b"))
+        assert lock.is_file() and _locked_by_another(lock)
+        assert daemon.metric("kubeletemu_state_directory_rebuilds_total") == "1.0"
+        assert set(_pods(daemon)) == {"uid-a", "uid-b"}
     finally:
         daemon.stop()
 

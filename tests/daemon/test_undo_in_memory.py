@@ -156,9 +156,7 @@ def test_a_failed_pass_undoes_every_call_in_it_and_after_it(
 ) -> None:
     state = tmp_path / "state"
     gate = _Gate(state / "pods", hold=4)
-    monkeypatch.setattr(
-        server, "CheckpointWriter", lambda **kwargs: CheckpointWriter(write=gate.write, **kwargs)
-    )
+    monkeypatch.setattr(server, "CheckpointWriter", lambda: CheckpointWriter(write=gate.write))
     _, config = _node(tmp_path, sample_tree)
     options = ServeOptions(
         config_paths=[str(config)],

@@ -21,6 +21,8 @@ import pytest
 from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
 from tests.daemon.daemon_process import REPO, DaemonProcess
 
+pytestmark = pytest.mark.slow  # starts processes or runs for seconds: out of the quick subset (README)
+
 # The sample host: 2 NUMA nodes, 16 CPUs; 1 CPU kube-reserved leaves 15 allocatable.
 CONFIG = """\
 apiVersion: kubelet.config.k8s.io/v1beta1

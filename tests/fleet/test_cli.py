@@ -13,6 +13,8 @@ import pytest
 
 from tests.fleet.conftest import SMALL
 
+pytestmark = pytest.mark.slow  # starts processes or runs for seconds: out of the quick subset (README)
+
 KUBELETEMU = [sys.executable, "-m", "kubeletemu.cli"]
 
 

@@ -19,6 +19,8 @@ from kubeletemu.podresources.fingerprint import ATTRIBUTE, ATTRIBUTE_METHOD, com
 from kubeletemu.scheduler.objects import NodeResourceTopology
 from tests.fleet.conftest import SMALL, FakeClock
 
+pytestmark = pytest.mark.slow  # starts processes or runs for seconds: out of the quick subset (README)
+
 
 def _node(fleet_dir: Path, version: str) -> KubeletNode:
     [group] = parse_fleet(SMALL, str(fleet_dir / "fleet.yaml"), fleet_dir).node_groups

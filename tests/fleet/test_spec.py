@@ -20,6 +20,8 @@ from kubeletemu.fleet.spec import (
 )
 from tests.fleet.conftest import SMALL
 
+pytestmark = pytest.mark.slow  # starts processes or runs for seconds: out of the quick subset (README)
+
 
 def test_matrix_collapses_axes_that_do_not_apply(fleet_dir: Path) -> None:
     names = [c.name for c in load_fleet(fleet_dir / "fleet.yaml").configurations()]

@@ -15,6 +15,8 @@ from kubeletemu.fleet import parallel
 from kubeletemu.fleet.parallel import ConfigurationFailed, run_many
 from tests.fleet_runner.standin import StandInConfig, expected_sum, run_standin
 
+pytestmark = pytest.mark.slow  # starts processes or runs for seconds: out of the quick subset (README)
+
 # The first configuration sleeps longest: on two workers it finishes after the later ones.
 CONFIGS = [
     StandInConfig("slow", pods=40, delay_s=1.0),

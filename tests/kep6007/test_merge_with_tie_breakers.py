@@ -27,6 +27,8 @@ from kubeletemu.topologymanager.numa_scorer import (
 from kubeletemu.topologymanager.policy_options import NUMAAllocationStrategy
 from tests.topologymanager.oracle import literal_merge
 
+pytestmark = pytest.mark.slow  # starts processes or runs for seconds: out of the quick subset (README)
+
 POLICIES = ("best-effort", "restricted", "single-numa-node")
 RESOURCES = ("cpu", "memory", "example.com/gpu")
 SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])

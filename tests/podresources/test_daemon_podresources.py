@@ -31,6 +31,8 @@ from tests.podresources.conftest import StartDaemon
 from tests.podresources.nodes import container, pod_manifest
 from tests.podresources.test_nrt import crd_errors
 
+pytestmark = pytest.mark.slow  # starts processes or runs for seconds: out of the quick subset (README)
+
 GUARANTEED = pod_manifest("gu", "ns1", containers=container("c", 'cpu: "2", memory: 1Gi'))
 BURSTABLE = pod_manifest("bu", "ns2", containers=container("c", requests="cpu: 100m"))
 TOO_BIG = pod_manifest("big", "ns1", containers=container("c", 'cpu: "64", memory: 1Gi'))

@@ -24,6 +24,8 @@ from tests.daemon.daemon_process import DaemonProcess
 from tests.podresources.conftest import StartDaemon
 from tests.podresources.nodes import container, pod_manifest
 
+pytestmark = pytest.mark.slow  # starts processes or runs for seconds: out of the quick subset (README)
+
 DATA = Path(__file__).parent / "data"
 GRPCURL = shutil.which("grpcurl") or str(Path(sys.executable).parent / "grpcurl")
 

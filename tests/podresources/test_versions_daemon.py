@@ -29,6 +29,8 @@ from tests.podresources.conftest import StartDaemon
 from tests.podresources.nodes import container, general_config, pod_manifest
 from tests.podresources.test_kubelet_clients import DATA, grpcurl
 
+pytestmark = pytest.mark.slow  # starts processes or runs for seconds: out of the quick subset (README)
+
 GU = pod_manifest("gu", "ns1", containers=container("c", 'cpu: "2", memory: 1Gi'))
 DONE = pod_manifest("done", "ns2", containers=container("a", 'cpu: "1", memory: 100Mi'), phase="Succeeded")
 # Pod-level resources only: with PodLevelResourceManagers and the pod scope, one pod-level CPU set.

@@ -25,6 +25,8 @@ from kubeletemu.scheduler.noderesourcesfit import (
 from kubeletemu.scheduler.objects import Node, ObjectError, parse_objects, read_objects
 from kubeletemu.scheduler.profile import default_profile, load_profile, node_infos, parse_profiles, schedule
 
+pytestmark = pytest.mark.slow  # starts processes or runs for seconds: out of the quick subset (README)
+
 REPO = Path(__file__).resolve().parents[2]
 
 CLUSTER = """\

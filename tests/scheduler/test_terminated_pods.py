@@ -29,6 +29,8 @@ from tests.nodes import kubelet_config
 from tests.scheduler.koordinator.test_deviceshare_cli import POD as GPU_POD
 from tests.scheduler.koordinator.test_deviceshare_cli import _node as gpu_node
 
+pytestmark = pytest.mark.slow  # starts processes or runs for seconds: out of the quick subset (README)
+
 # 48 CPUs, two NUMA nodes of 24 CPUs and 128Gi each; no policy anywhere (none).
 DETAIL = [{"id": c, "core": c // 2, "socket": c // 24, "node": c // 24} for c in range(48)]
 ZONE = (

@@ -31,6 +31,8 @@ from tests.shadow.kubelet_double import SHADOW_OWN_CONFIG, FakeKubelet, PodResou
 from tests.shadow.shadow_daemon import free_port, wait_for
 from tests.shadow.test_kubelet_version import VersionedShadowDaemon, bin_dir, fake_kubelet_binary
 
+pytestmark = pytest.mark.slow  # starts processes or runs for seconds: out of the quick subset (README)
+
 GATE_ON = {"PodLevelResourceManagers": True}
 PLR_UID = "33333333-0000-0000-0000-000000000001"
 PLAIN_UID = "33333333-0000-0000-0000-000000000002"

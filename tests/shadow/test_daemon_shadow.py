@@ -26,6 +26,8 @@ from tests.shadow.kubelet_double import SHADOW_OWN_CONFIG, FakeKubelet, PodResou
 from tests.shadow.shadow_daemon import REPO, ShadowDaemon, free_port, wait_for
 from tests.shadow.test_mirror import PROBES
 
+pytestmark = pytest.mark.slow  # starts processes or runs for seconds: out of the quick subset (README)
+
 GU_A = "11111111-0000-0000-0000-00000000000a"
 
 NEW_POD = """\

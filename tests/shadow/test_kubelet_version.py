@@ -30,6 +30,8 @@ from kubeletemu.shadow.kubelet_version import (
 from tests.shadow.kubelet_double import SHADOW_OWN_CONFIG, FakeKubelet, PodResourcesDouble
 from tests.shadow.shadow_daemon import REPO, ShadowDaemon
 
+pytestmark = pytest.mark.slow  # starts processes or runs for seconds: out of the quick subset (README)
+
 
 def fake_kubelet_binary(directory: Path, stdout: str = "", stderr: str = "", status: int = 0) -> Path:
     """An executable that answers ``--version`` as told (and refuses any other arguments)."""

@@ -22,6 +22,8 @@ from tests.shadow.shadow_daemon import wait_for
 from tests.shadow.test_checkpoint_versions import GATE_ON, PLAIN, mirror_at, start_daemon
 from tests.shadow.test_kubelet_version import VersionedShadowDaemon
 
+pytestmark = pytest.mark.slow  # starts processes or runs for seconds: out of the quick subset (README)
+
 
 def pod_level(name: str, uid: int, cpu: int, memory: str, containers: str, init: str = "") -> str:
     bubble = f'{{cpu: "{cpu}", memory: {memory}}}'

@@ -31,9 +31,12 @@ WITHOUT_PRIVILEGES = [
     "--",
 ]
 
-pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0 or SETPRIV is None, reason="needs root and setpriv to drop the capabilities"
-)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        os.geteuid() != 0 or SETPRIV is None, reason="needs root and setpriv to drop the capabilities"
+    ),
+]
 
 
 def share_with_group(root: Path) -> None:

@@ -35,6 +35,8 @@ from kubeletemu.versions import SUPPORTED
 from kubeletemu.versions.behaviours import in_effect
 from tests.daemon.daemon_process import REPO, DaemonProcess
 
+pytestmark = pytest.mark.slow  # starts processes or runs for seconds: out of the quick subset (README)
+
 GATE_SETTABLE = ("1.33", "1.34", "1.35")  # GA and on by default, but not yet locked
 GATE_LOCKED = ("1.36", "master")
 RELEASED = ("1.33", "1.34", "1.35", "1.36")

@@ -23,6 +23,8 @@ from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
 from tests.daemon.daemon_process import REPO, DaemonProcess
 from tests.nodes import kubelet_config
 
+pytestmark = pytest.mark.slow  # starts processes or runs for seconds: out of the quick subset (README)
+
 ZONES = "".join(
     f"- name: node-{n}\n  type: Node\n  resources:\n"
     '  - {name: cpu, capacity: "4", allocatable: "4", available: "4"}\n'

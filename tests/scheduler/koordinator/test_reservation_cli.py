@@ -9,11 +9,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from kubeletemu.cli.common import read_pod_files
 from kubeletemu.cpumanager.cpuset import CPUSet
 from kubeletemu.scheduler.koordinator.model import NodeNUMAResource
 from kubeletemu.scheduler.objects import read_objects
 from kubeletemu.scheduler.profile import node_infos
+
+pytestmark = pytest.mark.slow  # starts processes or runs for seconds: out of the quick subset (README)
 
 REPO = Path(__file__).resolve().parents[3]
 DETAIL = [{"id": c, "core": c // 2, "socket": c // 4, "node": c // 4} for c in range(8)]

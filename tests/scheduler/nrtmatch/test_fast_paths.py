@@ -31,6 +31,8 @@ from kubeletemu.scheduler.objects import (
 )
 from tests.scheduler.nrtmatch import oracle
 
+pytestmark = pytest.mark.slow  # starts processes or runs for seconds: out of the quick subset (README)
+
 T = TypeVar("T")
 NAMES = ("cpu", "memory", "hugepages-2Mi", "example.com/gpu", "ephemeral-storage", "pods")
 AMOUNTS = {
