@@ -16,11 +16,10 @@ from kubeletemu import cpumanager, memorymanager, numa_scoring, topologymanager
 from kubeletemu.admission import PodAdmitResult
 from kubeletemu.checkpointmanager import batched_writes
 from kubeletemu.config import Config
-from kubeletemu.cpumanager.state.state_mem import MemoryState as CPUMemoryState
+from kubeletemu.cpumanager.manager import copy_state as copy_cpu_state
 from kubeletemu.devicemanager import Device, DeviceManager, devices_from_pci
 from kubeletemu.machine import Machine
-from kubeletemu.memorymanager.state.state import clone_assignments, clone_machine_state
-from kubeletemu.memorymanager.state.state_mem import MemoryState as MemMemoryState
+from kubeletemu.memorymanager.manager import copy_state as copy_memory_state
 from kubeletemu.pod import Container, Pod
 from kubeletemu.topologymanager import ProviderHints, TopologyHint
 from kubeletemu.topologymanager.numa_scorer import TieBreakDecision
@@ -209,13 +208,7 @@ class ContainerManager:
         self, state_dir: Path | None, seed: ContainerManager | None, gates: Mapping[str, bool]
     ) -> cpumanager.CPUManager:
         kubelet = self.config.kubelet
-        state = None
-        if seed is not None:
-            state = CPUMemoryState()
-            live = seed.cpus.state
-            state.set_default_cpu_set(live.get_default_cpu_set())
-            state.set_cpu_assignments(live.get_cpu_assignments())
-            state.set_pod_cpu_assignments(live.get_pod_cpu_assignments())
+        state = None if seed is None else copy_cpu_state(seed.cpus.state)
         reservation = cpumanager.node_allocatable_cpu_reservation(
             kubelet.kube_reserved, kubelet.system_reserved, kubelet.reserved_system_cpus
         )
@@ -238,13 +231,7 @@ class ContainerManager:
         self, state_dir: Path | None, seed: ContainerManager | None, gates: Mapping[str, bool]
     ) -> memorymanager.MemoryManager:
         kubelet = self.config.kubelet
-        state = None
-        if seed is not None:
-            state = MemMemoryState()
-            live = seed.memory.state
-            state.set_machine_state(clone_machine_state(live.get_machine_state()))
-            state.set_memory_assignments(clone_assignments(live.get_memory_assignments()))
-            state.set_pod_memory_assignments(live.get_pod_memory_assignments())
+        state = None if seed is None else copy_memory_state(seed.memory.state)
         return memorymanager.new_manager(
             kubelet.memory_manager_policy,
             self.machine.memory,

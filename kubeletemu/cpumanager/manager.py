@@ -76,11 +76,7 @@ class CPUManager:
         from the copy as ``Start`` sets them, and its options are checked against ``affinity`` as
         ``NewStaticPolicy`` checks them (``new static policy error: ...``)."""
         with self._lock:
-            live = self.state
-            state = MemoryState()
-            state.set_default_cpu_set(live.get_default_cpu_set())
-            state.set_cpu_assignments(live.get_cpu_assignments())
-            state.set_pod_cpu_assignments(live.get_pod_cpu_assignments())
+            state = copy_state(self.state)
             policy: Policy = self.policy
             if isinstance(policy, StaticPolicy):
                 try:
@@ -251,6 +247,15 @@ class CPUManager:
         if allocatable == 0:
             return 0
         return max(1, assigned * 100 // allocatable)
+
+
+def copy_state(state: State) -> MemoryState:
+    """An in-memory copy of ``state``: what a what-if copy, or a kubelet restarted on it, starts from."""
+    copied = MemoryState()
+    copied.set_default_cpu_set(state.get_default_cpu_set())
+    copied.set_cpu_assignments(state.get_cpu_assignments())
+    copied.set_pod_cpu_assignments(state.get_pod_cpu_assignments())
+    return copied
 
 
 def new_manager(

@@ -100,7 +100,7 @@ class MemoryManager:
         when it starts, never at admission, and a state admissions reached need not pass that check
         (kubernetes#113035). Nothing accumulated is carried (as a manager built on the copy would have)."""
         with self._lock:
-            state = _copy_state(self.state)
+            state = copy_state(self.state)
             policy: Policy = (
                 self.policy.copy_for(affinity) if isinstance(self.policy, StaticPolicy) else NonePolicy()
             )
@@ -302,8 +302,8 @@ def new_manager(
     return MemoryManager(policy, state, active_pods)
 
 
-def _copy_state(state: State) -> MemoryState:
-    """An in-memory copy of ``state``."""
+def copy_state(state: State) -> MemoryState:
+    """An in-memory copy of ``state``: what a what-if copy, or a kubelet restarted on it, starts from."""
     if isinstance(state, MemoryState | CheckpointState):
         return state.copy()
     copied = MemoryState()
