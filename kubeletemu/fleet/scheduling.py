@@ -88,7 +88,7 @@ def with_cache_source(profile: Profile, source: CachedTopology) -> Profile:
     def swap(model: Model) -> Model:
         if isinstance(model, NodeResourceTopologyMatch):
             if id(model) not in swapped:
-                swapped[id(model)] = NodeResourceTopologyMatch(model.args, source)
+                swapped[id(model)] = NodeResourceTopologyMatch(model.args, source, keep_answers=source.memo)
             return swapped[id(model)]
         return model
 

@@ -4,6 +4,11 @@ Each source is probed with ``hostprobe`` like a live host, so the node is what a
 A capture may be a directory pair (sysfs root, procfs root) or a ``<name>.tar.gz`` as in
 ``shared/fixtures/sysfs`` (one top-level directory holding ``sys/`` and ``proc/``), extracted to a
 temporary directory for the probe only.
+
+A synthetic shape or a capture archive probes to the same machine every time, so each is probed once per
+process (:data:`_PROBED`): a fleet runs every configuration of its matrix on the same node groups, and a
+probe writes or extracts a whole sysfs tree. The live host and capture directories are probed each time
+(they can change under us).
 """
 
 from __future__ import annotations
@@ -23,6 +28,10 @@ from kubeletemu.simulate.errors import SimulationError
 HOST = "host"
 CAPTURE = "capture"
 SYNTHETIC = "synthetic"
+# Machines probed from sources that cannot change: by the shape's repr, or the archive's path, size and
+# mtime. A Machine is immutable; every node of a node group already shares one.
+_PROBED: dict[tuple[object, ...], Machine] = {}
+_PROBED_LIMIT = 64
 
 
 @dataclass(frozen=True)
@@ -60,6 +69,29 @@ class TopologySource:
 
     def machine(self) -> Machine:
         """Probe the source; a missing or malformed tree is a :class:`SimulationError`."""
+        key = self._stable_key()
+        if key is None:
+            return self._probe()
+        machine = _PROBED.get(key)
+        if machine is None:
+            machine = self._probe()
+            if len(_PROBED) >= _PROBED_LIMIT:
+                _PROBED.clear()
+            _PROBED[key] = machine
+        return machine
+
+    def _stable_key(self) -> tuple[object, ...] | None:
+        if self.kind == SYNTHETIC and self.synthetic is not None:
+            return (SYNTHETIC, repr(self.synthetic))
+        if self.kind == CAPTURE and self.archive is not None:
+            try:
+                stat = Path(self.archive).stat()
+            except OSError:
+                return None  # the probe reports it
+            return (CAPTURE, str(Path(self.archive).resolve()), stat.st_size, stat.st_mtime_ns)
+        return None
+
+    def _probe(self) -> Machine:
         try:
             if self.kind == SYNTHETIC:
                 if self.synthetic is None:

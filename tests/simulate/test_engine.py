@@ -4,11 +4,14 @@ configurations the kubelet refuses, determinism, and the three outputs."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tarfile
 from pathlib import Path
 
 import pytest
 
-from hostprobe.synthetic import SyntheticHost
+from hostprobe.synthetic import SyntheticHost, write_tree
 from kubeletemu.config import parse_config
 from kubeletemu.machine import Machine
 from kubeletemu.manifest import parse_pods
@@ -242,3 +245,28 @@ def test_synthetic_shapes_any_numa_count() -> None:
     ).machine()
     assert machine.numa_node_ids == [0, 1, 2, 3]
     assert machine.cpus_of([3]) == [6, 7, 14, 15]
+
+
+def _archive(path: Path, host: SyntheticHost, work: Path) -> None:
+    top = work / "capture"
+    shutil.rmtree(top, ignore_errors=True)
+    write_tree(top, host)
+    with tarfile.open(path, "w:gz") as tar:
+        tar.add(top, arcname="capture")
+
+
+def test_a_shape_or_an_archive_is_probed_once_until_it_changes(tmp_path: Path) -> None:
+    """A fleet probes its node groups for every configuration: a synthetic shape gives the same Machine
+    each time, a different shape another; an archive is probed again once it is replaced."""
+    two = TopologySource.synthetic_host(synthetic_shape(sockets=2, cores_per_socket=2))
+    assert two.machine() is two.machine()
+    four = TopologySource.synthetic_host(synthetic_shape(sockets=2, cores_per_socket=2, nodes_per_socket=2))
+    assert four.machine().numa_node_ids == [0, 1, 2, 3] and two.machine().numa_node_ids == [0, 1]
+    archive = tmp_path / "capture.tar.gz"
+    _archive(archive, synthetic_shape(sockets=2, cores_per_socket=2), tmp_path)
+    source = TopologySource.capture_archive(str(archive))
+    first = source.machine()
+    assert source.machine() is first and first.numa_node_ids == [0, 1]
+    _archive(archive, synthetic_shape(sockets=4, cores_per_socket=2), tmp_path)
+    os.utime(archive, ns=(1, 1))  # another mtime whatever the clock's resolution
+    assert source.machine().numa_node_ids == [0, 1, 2, 3]

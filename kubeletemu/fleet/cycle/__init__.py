@@ -8,8 +8,9 @@
 - :mod:`.select`, :mod:`.goheap`: ``selectHost`` and ``sortedNodeScores`` on Go's ``container/heap``;
 - :mod:`.batch`: OpportunisticBatching (1.35+): the next kept node for a pod of the same signature;
 - :mod:`.diagnosis`: node statuses, ``UnschedulablePlugins``/``PendingPlugins``, the FitError text;
-- :mod:`.exact`: ``exact`` and ``exact-numa`` (each node's ``WouldAdmit`` as Filter);
-- :mod:`.shape`: the pod shape answers are kept by.
+- :mod:`.exact`: ``exact`` and ``exact-numa`` (each node's ``WouldAdmit`` as Filter).
+
+Answers are kept by the pod's shape (:mod:`kubeletemu.scheduler.pod_shape`).
 """
 
 from kubeletemu.fleet.cycle.diagnosis import Diagnosis, NodeStatus, fit_error_message

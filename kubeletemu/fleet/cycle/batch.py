@@ -12,8 +12,9 @@ and, if it passes, takes it — no scoring, and ``nextStartNodeIndex`` does not 
 keeps the state as it is; otherwise the heap left after popping the host replaces it (or clears it when
 there is none, as after a single feasible node).
 
-What stands for what here: the pod's signature is its shape (:func:`.shape.pod_shape`; upstream signs
-what each plugin reads, of which the shape holds at least as much), the 500 ms are simulated time (the
+What stands for what here: the pod's signature is its shape
+(:func:`~kubeletemu.scheduler.pod_shape.pod_shape`; upstream signs what each plugin reads, of which the
+shape holds at least as much), the 500 ms are simulated time (the
 scheduler idles in simulated time between cycles as a real one does in wall time), and a profile batches
 only when every model is one whose in-tree plugin implements ``SignPlugin`` (:data:`SIGNING_MODELS`): a
 plugin that does not — scheduler-plugins' NodeResourceTopologyMatch, Koordinator's, the fleet's

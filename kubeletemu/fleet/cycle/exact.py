@@ -26,11 +26,11 @@ from fractions import Fraction
 from kubeletemu.emulator import NodeEmulator
 from kubeletemu.fleet.cycle import versions
 from kubeletemu.fleet.cycle.schedule_one import MAX_NODE_SCORE, Scheduler
-from kubeletemu.fleet.cycle.shape import pod_shape
 from kubeletemu.lifecycle.resources import CPU, MEMORY, milli_value, pod_request_list, value
 from kubeletemu.pod import Pod
 from kubeletemu.scheduler.framework import NodeInfo, Status
 from kubeletemu.scheduler.noderesourcesfit import NodeResourcesFit, node_allocatable
+from kubeletemu.scheduler.pod_shape import pod_shape
 from kubeletemu.scheduler.profile import Profile, default_profile
 from kubeletemu.simulate.metrics import NUMANodeUsage, container_numa_nodes, numa_usage
 

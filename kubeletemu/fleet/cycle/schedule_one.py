@@ -54,10 +54,10 @@ from kubeletemu.fleet.cycle.select import (
     select_host,
     sorted_heap,
 )
-from kubeletemu.fleet.cycle.shape import pod_shape
 from kubeletemu.pod import Pod
 from kubeletemu.scheduler.framework import SUCCESS, UNSCHEDULABLE, NodeInfo, PluginPanic, Status
 from kubeletemu.scheduler.noderesourcesfit import NodeResourcesBalancedAllocation, NodeResourcesFit
+from kubeletemu.scheduler.pod_shape import pod_shape
 from kubeletemu.scheduler.profile import Profile
 
 MIN_FEASIBLE_NODES_TO_FIND = 100

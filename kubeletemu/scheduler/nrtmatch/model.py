@@ -8,6 +8,12 @@ NRT as published; caches that hold back or adjust NRTs (overreserve, discardrese
 
 The preemption flow (``filter.go``'s victim-pod NRT rewrite) is not modelled: with the default
 ``preemptionMode: Disabled`` it never runs.
+
+Filter and Score are functions of the pod's resources, the Node object and the NRT the source returned
+(``filter_pod``, ``score_pod``). Their answers are kept on that NRT object per pod shape
+(:mod:`kubeletemu.scheduler.pod_shape`): NRT objects are never changed once built (a new NRT, or a cache's
+adjusted copy, is a new object), so a kept answer is the one the plugin would compute again. What is not a
+function of those — ``NodeMaybeOverReserved`` on a failing Filter — still runs on every call.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from __future__ import annotations
 from typing import Protocol, runtime_checkable
 
 from kubeletemu.pod import Pod, QOSClass
-from kubeletemu.scheduler.framework import UNSCHEDULABLE, NodeInfo, Status
+from kubeletemu.scheduler.framework import UNSCHEDULABLE, NodeInfo, Status, memo
 from kubeletemu.scheduler.nrtcache.interface import TopologyNotFresh
 from kubeletemu.scheduler.nrtmatch.allocation import MAX_NODE_SCORE
 from kubeletemu.scheduler.nrtmatch.args import NodeResourceTopologyMatchArgs
@@ -23,7 +29,8 @@ from kubeletemu.scheduler.nrtmatch.filter import INVALID_TOPOLOGY_DATA, OK, filt
 from kubeletemu.scheduler.nrtmatch.nodeconfig import topology_manager_config
 from kubeletemu.scheduler.nrtmatch.resources import pod_requests
 from kubeletemu.scheduler.nrtmatch.score import score_pod
-from kubeletemu.scheduler.objects import NodeResourceTopology
+from kubeletemu.scheduler.objects import Node, NodeResourceTopology
+from kubeletemu.scheduler.pod_shape import pod_shape
 
 NAME = "NodeResourceTopologyMatch"
 
@@ -56,11 +63,20 @@ class NodeResourceTopologyMatch:
     name = NAME
 
     def __init__(
-        self, args: NodeResourceTopologyMatchArgs | None = None, source: TopologySource | None = None
+        self,
+        args: NodeResourceTopologyMatchArgs | None = None,
+        source: TopologySource | None = None,
+        *,
+        keep_answers: bool = True,
     ) -> None:
         self.args = args if args is not None else NodeResourceTopologyMatchArgs()
         self.source: TopologySource = source if source is not None else PassthroughTopology()
+        # Resolved once: a runtime Protocol check costs more than the Filter it guards.
+        self._listener = source if isinstance(source, FilterFailureListener) else None
         self._weights = self.args.scoring_strategy.weights()
+        # What a kept Score is valid for besides the pod and the NRT: this strategy and its weights.
+        self._score_key = (self.args.scoring_strategy.type, tuple(sorted(self._weights.items())))
+        self._keep = keep_answers  # False: compute every answer (what the kept ones are tested against)
 
     def filter(self, pod: Pod, node: NodeInfo) -> Status:
         # BestEffort pods pass before the cache is asked.
@@ -71,9 +87,9 @@ class NodeResourceTopologyMatch:
             topology = self.source.topology(node, pod)
         except TopologyNotFresh:
             return Status(UNSCHEDULABLE, (INVALID_TOPOLOGY_DATA,))
-        status = filter_pod(pod, node.node, topology)
-        if not status.ok and isinstance(self.source, FilterFailureListener):
-            self.source.node_maybe_overreserved(node.name, pod)
+        status = (_kept_filter if self._keep else filter_pod)(pod, node.node, topology)
+        if not status.ok and self._listener is not None:
+            self._listener.node_maybe_overreserved(node.name, pod)
         return status
 
     def score(self, pod: Pod, node: NodeInfo) -> int:
@@ -84,10 +100,30 @@ class NodeResourceTopologyMatch:
             topology = self.source.topology(node, pod)
         except TopologyNotFresh:
             return 0
-        return score_pod(pod, topology, self.args.scoring_strategy.type, self._weights)
+        if topology is None or not self._keep:
+            return score_pod(pod, topology, self.args.scoring_strategy.type, self._weights)
+        kept: dict[tuple[int, object], int] = memo(topology, "_nrtmatch_scores", dict)
+        key = (pod_shape(pod), self._score_key)
+        score = kept.get(key)
+        if score is None:
+            score = kept[key] = score_pod(pod, topology, self.args.scoring_strategy.type, self._weights)
+        return score
 
     def policy(self, pod: Pod, node: NodeInfo) -> str:
         # The plugin reads the policy from the NRT alone; nothing of the pod changes it.
         if node.topology is None:
             return ""
         return topology_manager_config(node.topology).policy
+
+
+def _kept_filter(pod: Pod, node: Node | None, topology: NodeResourceTopology | None) -> Status:
+    """``filter_pod``, kept on the NRT object per (pod shape, Node object); the Node is compared by
+    identity (its allocatable names are what Filter reads of it)."""
+    if topology is None:
+        return filter_pod(pod, node, topology)
+    kept: dict[tuple[int, int], tuple[Node | None, Status]] = memo(topology, "_nrtmatch_filters", dict)
+    key = (pod_shape(pod), id(node))
+    answer = kept.get(key)
+    if answer is None or answer[0] is not node:
+        answer = kept[key] = (node, filter_pod(pod, node, topology))
+    return answer[1]

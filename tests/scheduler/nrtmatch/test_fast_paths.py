@@ -6,6 +6,7 @@ zone list must come out unchanged."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Callable
 from fractions import Fraction
@@ -15,9 +16,11 @@ import pytest
 
 from kubeletemu.pod import Container, Pod, QOSClass
 from kubeletemu.quantity import Quantity
-from kubeletemu.scheduler.framework import Crash, PluginPanic
+from kubeletemu.scheduler.framework import Crash, NodeInfo, PluginPanic
 from kubeletemu.scheduler.nrtmatch import least_numa
+from kubeletemu.scheduler.nrtmatch.args import NodeResourceTopologyMatchArgs, ResourceSpec, ScoringStrategy
 from kubeletemu.scheduler.nrtmatch.filter import filter_pod
+from kubeletemu.scheduler.nrtmatch.model import NodeResourceTopologyMatch
 from kubeletemu.scheduler.nrtmatch.numanodes import numa_node_list, numa_zones
 from kubeletemu.scheduler.nrtmatch.resources import pod_qos
 from kubeletemu.scheduler.nrtmatch.score import score_pod
@@ -199,3 +202,38 @@ def test_float32_average_is_the_exact_float32_division() -> None:
             least_numa.float32(Fraction(total)) / least_numa.float32(Fraction(size * size))
         )
         assert least_numa.float32_average(total, size) == exact, (total, size)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_answers_kept_on_the_nrt_equal_the_oracle(seed: int) -> None:
+    """The model keeps Filter and Score answers on the NRT object per pod shape (the fleet asks the same
+    NRT for thousands of pods of a few templates): pods of one shape but new identities, several Node
+    objects (equal allocatable but another object, other names), strategies and weights interleaved on
+    the same NRT objects, every answer against the uncached oracle."""
+    rng = random.Random(300 + seed)
+    for case in range(40):
+        topologies = [random_topology(rng) for _ in range(3)]
+        names = rng.sample(NAMES, 4)
+        allocatable = {n: Quantity(1) for n in names}
+        nodes = [None, Node("n", allocatable=allocatable), Node("n", allocatable=dict(allocatable))]
+        nodes.append(Node("n", allocatable={n: Quantity(1) for n in rng.sample(NAMES, 3)}))
+        templates = [random_pod(rng, i) for i in range(4)]
+        models = [
+            NodeResourceTopologyMatch(
+                NodeResourceTopologyMatchArgs(
+                    ScoringStrategy(strategy, tuple(ResourceSpec(*w) for w in weights.items()))
+                )
+            )
+            for strategy in STRATEGIES
+            for weights in WEIGHTS[:2]
+        ]
+        for index in range(60):
+            template = rng.choice(templates)
+            pod = dataclasses.replace(template, name=f"p{index}", uid=f"u{case}-{index}")
+            node, topology, model = rng.choice(nodes), rng.choice(topologies), rng.choice(models)
+            info = NodeInfo("n", node, topology)
+            where = f"seed {seed} case {case} ask {index}"
+            assert outcome(model.filter, pod, info) == outcome(oracle.filter_pod, pod, node, topology), where
+            strategy = model.args.scoring_strategy
+            want = outcome(oracle.score_pod, pod, topology, strategy.type, strategy.weights())
+            assert outcome(model.score, pod, info) == want, where
