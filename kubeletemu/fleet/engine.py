@@ -153,6 +153,8 @@ class FleetRun:
         self._build_nodes()
         self.by_name = {n.name: n for n in self.nodes}
         self.infos = [n.info for n in self.nodes]  # the scheduler's node list, updated node by node
+        self.infos_version = 0  # moves whenever an entry of infos is replaced
+        self.memo = memo
         self.cache: Cache | None = None
         self.source: CachedTopology | None = None
         # The NRTs written before the scheduler starts reach no queue (there is none yet, nor any pod).
@@ -181,7 +183,11 @@ class FleetRun:
         self.overreserve = self.cache if isinstance(self.cache, OverReserve) else None
         self.profile = profile
         self.scheduler = exact or Scheduler(
-            profile, config.percentage_of_nodes_to_score, version=config.scheduler_version, rng=select_rng
+            profile,
+            config.percentage_of_nodes_to_score,
+            version=config.scheduler_version,
+            rng=select_rng,
+            memo=memo,
         )
         self.reservers = [m for m in profile.models if callable(getattr(m, "reserve", None))]
         workload = config.workload
@@ -256,6 +262,7 @@ class FleetRun:
         if self._nrt_events is not None:
             self._nrt_events.nrt_written(old, topology)
         node.info = self.infos[node.index] = dataclasses.replace(node.info, topology=topology)
+        self.infos_version += 1
         if self.source is not None:
             self.source.changed(node.name)
 
@@ -429,7 +436,7 @@ class FleetRun:
     def _schedule_one(self, record: PodRecord) -> None:
         self.counters.scheduling_attempts += 1
         record.attempts += 1
-        outcome = self.scheduler.schedule(record.pod, self.infos, now=self.clock.now())
+        outcome = self.scheduler.schedule(record.pod, self.infos, now=self.clock.now(), state=self._state())
         self.counters.plugin_crashes += outcome.crashes
         chosen = outcome.chosen
         rejected, pending = outcome.unschedulable_plugins, outcome.pending_plugins
@@ -448,8 +455,16 @@ class FleetRun:
         self.queue.binding(record)
         self._bind(record, self.by_name[chosen.name])
 
+    def _state(self) -> tuple[int, int] | None:
+        """What every Filter reads, as a version: the node list and the NRT cache's answers (None: the
+        run asks every model every time)."""
+        if not self.memo:
+            return None
+        return self.infos_version, (self.source.generation if self.source is not None else 0)
+
     def _set_pods(self, node: _Node) -> None:
         node.info = self.infos[node.index] = dataclasses.replace(node.info, pods=tuple(node.pods.values()))
+        self.infos_version += 1
         if self.source is not None:
             self.source.changed(node.name)
 

@@ -57,6 +57,7 @@ class CachedTopology:
         self._epoch = 0
         self._versions: dict[str, int] = {}
         self._answers: dict[str, tuple[tuple[int, int], NodeResourceTopology | None, bool]] = {}
+        self.generation = 0  # moves with every change reported: part of the scheduler's cycle state
 
     def topology(self, node: NodeInfo, pod: Pod) -> NodeResourceTopology | None:
         key = (self._epoch, self._versions.get(node.name, 0))
@@ -75,9 +76,11 @@ class CachedTopology:
 
     def changed(self, node_name: str) -> None:
         self._versions[node_name] = self._versions.get(node_name, 0) + 1
+        self.generation += 1
 
     def changed_all(self) -> None:
         self._epoch += 1
+        self.generation += 1
 
 
 def with_cache_source(profile: Profile, source: CachedTopology) -> Profile:

@@ -11,6 +11,7 @@ import pytest
 
 from kubeletemu.fleet.engine import FleetRun, run_configuration
 from kubeletemu.fleet.spec import load_fleet, parse_fleet
+from kubeletemu.scheduler.nrtcache.overreserve import OverReserve
 from tests.fleet.conftest import EXAMPLE, SMALL
 from tests.hostprobe.hostprobe_capture_support import sysfs_fixtures_dir
 
@@ -149,15 +150,24 @@ def test_a_permuted_matrix_gives_the_same_per_configuration_results(fleet_dir: P
     assert ahead == behind and len(ahead) == 3
 
 
-def test_the_kept_cache_answers_equal_asking_the_cache_every_time(fleet_dir: Path) -> None:
+@pytest.mark.parametrize("cache", ["overreserve", "passthrough"])
+def test_the_kept_cache_answers_equal_asking_the_cache_every_time(fleet_dir: Path, cache: str) -> None:
     config = next(
         c for c in load_fleet(fleet_dir / "fleet.yaml").configurations()
-        if c.cache == "overreserve" and c.exporter is not None and c.exporter.period_s == 20
+        if c.cache == cache and c.exporter is not None and c.exporter.period_s == 20
     )  # fmt: skip
-    kept = FleetRun(config).run()
-    asked = FleetRun(config, memo=False).run()
+    kept_run, asked_run = FleetRun(config), FleetRun(config, memo=False)
+    kept, asked = kept_run.run(), asked_run.run()
     assert kept == asked
-    assert kept["resyncs"]["fingerprint_match"] > 0
+    assert cache != "overreserve" or kept["resyncs"]["fingerprint_match"] > 0
+    # Most cycles of this run find no node, and are answered from the kept one while nothing changed.
+    assert kept_run.scheduler.cycles_kept > kept["scheduling_attempts"] // 2
+    assert asked_run.scheduler.cycles_kept == 0
+    # The cache was told of every rejecting node as often (a kept cycle replays NodeMaybeOverReserved).
+    if isinstance(kept_run.cache, OverReserve):
+        assert isinstance(asked_run.cache, OverReserve)
+        told = kept_run.cache.nodes_maybe_overreserved
+        assert told == asked_run.cache.nodes_maybe_overreserved and told
 
 
 def test_progress_is_reported_at_most_every_percent(fleet_dir: Path) -> None:

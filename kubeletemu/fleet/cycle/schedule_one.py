@@ -28,6 +28,14 @@ What is modelled, and how the sequential port stands to the parallel original:
 Answers of the resource plugins (:data:`PURE_MODELS`, functions of the pod's shape and the ``NodeInfo``
 object) are kept on the ``NodeInfo`` per pod shape: the fleet replaces a node's ``NodeInfo`` whenever it
 changes, so a kept answer is never stale, and the cycle costs a dictionary lookup on unchanged nodes.
+
+A cycle that found no feasible node is kept whole per pod shape when the caller passes ``state`` (a value
+that changes whenever anything a Filter reads changes: the fleet's node list and its NRT cache): while the
+state is the same, the next pod of that shape gets the same statuses without a node being checked. Every
+node was counted, so ``nextStartNodeIndex`` did not move; a model's side effects on rejection (the NRT
+cache's ``NodeMaybeOverReserved``) are recorded the first time and replayed on the node names recorded.
+Only profiles whose every Filter is a kept resource plugin or records its side effects
+(:class:`SideEffects`), and that do not batch, keep cycles.
 """
 
 from __future__ import annotations
@@ -36,7 +44,7 @@ import random
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from kubeletemu.fleet.cycle import versions
 from kubeletemu.fleet.cycle.batch import SIGNING_MODELS, OpportunisticBatch
@@ -71,6 +79,25 @@ MIN_NODE_SCORE, MAX_NODE_SCORE = 0, 100
 PURE_MODELS: tuple[type, ...] = (NodeResourcesFit, NodeResourcesBalancedAllocation)
 _MEMO = "cycle_answers"
 _PASSED = NodeStatus("Success", (), "")
+
+
+@runtime_checkable
+class SideEffects(Protocol):
+    """A Filter model whose rejections have effects outside its answer: recorded while a cycle is kept,
+    replayed for the next pod of the shape."""
+
+    def record_side_effects(self) -> None: ...
+
+    def recorded_side_effects(self) -> tuple[str, ...]: ...
+
+    def replay_side_effects(self, pod: Pod, recorded: tuple[str, ...]) -> None: ...
+
+
+@dataclass(frozen=True)
+class _KeptCycle:
+    state: Hashable
+    outcome: CycleOutcome
+    effects: tuple[tuple[SideEffects, tuple[str, ...]], ...]
 
 
 class PluginError(Exception):
@@ -143,6 +170,14 @@ class Scheduler:
         self._pure = (
             {id(m) for m in self.profile.models if isinstance(m, PURE_MODELS)} if self.memo else set()
         )
+        self._effects = tuple(m for m in self.profile.filters if isinstance(m, SideEffects))
+        self._keeps_cycles = (
+            self.memo
+            and self._batch is None
+            and all(id(m) in self._pure or isinstance(m, SideEffects) for m in self.profile.filters)
+        )
+        self._kept_cycles: dict[Hashable, _KeptCycle] = {}
+        self.cycles_kept = 0  # cycles answered from a kept one
         self._pure_scores = all(
             id(m) in self._pure and getattr(m, "normalize_scores", None) is None
             for m, _ in self.profile.scores
@@ -150,14 +185,40 @@ class Scheduler:
 
     # ---- schedulePod ----------------------------------------------------------------------------------
 
-    def schedule(self, pod: Pod, nodes: Sequence[NodeInfo], now: float | None = None) -> CycleOutcome:
+    def schedule(
+        self, pod: Pod, nodes: Sequence[NodeInfo], now: float | None = None, state: Hashable | None = None
+    ) -> CycleOutcome:
         """``schedulePod`` for ``pod`` over ``nodes``; ``now`` (simulated seconds) lets 1.35+ batch
-        (:mod:`.batch`; None: no batching)."""
+        (:mod:`.batch`; None: no batching); ``state`` lets a cycle that found no node be kept (see the
+        module's note; None: never kept)."""
         self._cycle += 1
         count = len(nodes)
         if count == 0:
             return CycleOutcome(None, reason=ERR_NO_NODES_AVAILABLE, error=ERR_NO_NODES_AVAILABLE)
         shape = pod_shape(pod)
+        if state is None or not self._keeps_cycles:
+            return self._schedule(pod, shape, nodes, now)
+        kept = self._kept_cycles.get(shape)
+        if kept is not None and kept.state == state:
+            for model, recorded in kept.effects:
+                model.replay_side_effects(pod, recorded)
+            self.cycles_kept += 1
+            return kept.outcome
+        for model in self._effects:
+            model.record_side_effects()
+        outcome = self._schedule(pod, shape, nodes, now)
+        effects = tuple((model, model.recorded_side_effects()) for model in self._effects)
+        if outcome.chosen is None and outcome.error is None and outcome.feasible_nodes == 0:
+            assert outcome.evaluated_nodes == count  # every node rejected: the start index did not move
+            self._kept_cycles[shape] = _KeptCycle(state, outcome, effects)
+        else:
+            self._kept_cycles.pop(shape, None)
+        return outcome
+
+    def _schedule(
+        self, pod: Pod, shape: Hashable, nodes: Sequence[NodeInfo], now: float | None
+    ) -> CycleOutcome:
+        count = len(nodes)
         diagnosis = Diagnosis()
         batch = self._batch if now is not None else None
         hint = None

@@ -77,6 +77,7 @@ class NodeResourceTopologyMatch:
         # What a kept Score is valid for besides the pod and the NRT: this strategy and its weights.
         self._score_key = (self.args.scoring_strategy.type, tuple(sorted(self._weights.items())))
         self._keep = keep_answers  # False: compute every answer (what the kept ones are tested against)
+        self._recorded: list[str] | None = None  # nodes told NodeMaybeOverReserved, while recording
 
     def filter(self, pod: Pod, node: NodeInfo) -> Status:
         # BestEffort pods pass before the cache is asked.
@@ -90,7 +91,22 @@ class NodeResourceTopologyMatch:
         status = (_kept_filter if self._keep else filter_pod)(pod, node.node, topology)
         if not status.ok and self._listener is not None:
             self._listener.node_maybe_overreserved(node.name, pod)
+            if self._recorded is not None:
+                self._recorded.append(node.name)
         return status
+
+    # A scheduler that keeps a whole failed cycle replays what Filter did besides answering.
+    def record_side_effects(self) -> None:
+        self._recorded = []
+
+    def recorded_side_effects(self) -> tuple[str, ...]:
+        recorded, self._recorded = tuple(self._recorded or ()), None
+        return recorded
+
+    def replay_side_effects(self, pod: Pod, recorded: tuple[str, ...]) -> None:
+        if self._listener is not None:
+            for node_name in recorded:
+                self._listener.node_maybe_overreserved(node_name, pod)
 
     def score(self, pod: Pod, node: NodeInfo) -> int:
         # Non-Guaranteed pods score 100 before the cache is asked.
