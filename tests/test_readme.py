@@ -84,8 +84,8 @@ def test_the_test_command_is_what_ci_runs() -> None:
     ci = (REPO / ".ci" / "run").read_text()
     extras = "'.[test,plot,cluster]'"
     assert f"pip install -e {extras}" in command.body and f"pip install --quiet -e {extras}" in ci
-    assert command.body.endswith(".venv/bin/python -m pytest -q")
-    assert "-m pytest -q\n" in ci
+    assert command.body.endswith(".venv/bin/python -m pytest -q -n auto --dist loadfile")
+    assert "-m pytest -q -n auto --dist loadfile\n" in ci
     assert "slow" not in ci  # CI runs the slow tests too: the quick subset is for developers
 
 

@@ -223,6 +223,11 @@ def _direct(bars: FleetProgress, index: int) -> ProgressFn:
 
 
 def _run_pool(configs: Sequence[Named], run: _Results, fn: RunFn, workers: int) -> None:
+    with _sigpipe_ignored():
+        _run_pool_of(configs, run, fn, workers)
+
+
+def _run_pool_of(configs: Sequence[Named], run: _Results, fn: RunFn, workers: int) -> None:
     context = multiprocessing.get_context("spawn")
     manager: SyncManager | None = None
     pool: ProcessPoolExecutor | None = None
@@ -284,6 +289,21 @@ def _sigint_as_flag() -> Iterator[threading.Event]:
         yield flag
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+@contextlib.contextmanager
+def _sigpipe_ignored() -> Iterator[None]:
+    """SIGPIPE ignored while the pool runs: the CLI sets it to the default (a reader gone ends it quietly),
+    but the executor's feeder thread may still write to a stopped worker's pipe after ^C, which must be an
+    error the executor handles, not the signal that kills this process (exit -13 instead of 130)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may change a handler; elsewhere it is Python's (ignored) anyway
+        return
+    previous = signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGPIPE, previous)
 
 
 @contextlib.contextmanager

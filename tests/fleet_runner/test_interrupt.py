@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from kubeletemu.fleet import parallel
 from tests.fleet.conftest import KUBELET_CONFIG
 
 # default before exact: the cheap configurations come first, the exact ones are still to run or running
@@ -82,7 +83,7 @@ def _interrupt(process: subprocess.Popen[bytes]) -> None:
 
 
 def _check(code: int, out: str, err: str, events: Path) -> None:
-    assert code == 130
+    assert code == 130, (code, err[-3000:])
     for noise in ("Traceback", "KeyboardInterrupt", "FileNotFoundError", "BrokenPipeError"):
         assert noise not in err, err
     lines = [line for line in err.splitlines() if line.strip()]
@@ -225,3 +226,20 @@ def test_ray_interrupt_keeps_what_finished(tmp_path: Path, monkeypatch: pytest.M
     assert [r["name"] for r in caught.value.results] == ["quick"]
     assert caught.value.results[0]["sum_of_squares"] == expected_sum(20)
     assert not ray.is_initialized()
+
+
+def test_the_pool_runs_with_sigpipe_ignored_and_restores_the_clis_default() -> None:
+    """The CLI sets SIGPIPE to its default; a ^C can leave the executor writing to a stopped worker's pipe,
+    which must not kill the CLI by SIGPIPE (seen under load: exit -13 instead of 130)."""
+    previous = signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    try:
+        with parallel._sigpipe_ignored():
+            assert signal.getsignal(signal.SIGPIPE) == signal.SIG_IGN
+            read, write = os.pipe()
+            os.close(read)
+            with pytest.raises(BrokenPipeError):
+                os.write(write, b"x")  # an error the executor handles, where SIG_DFL would end the process
+            os.close(write)
+        assert signal.getsignal(signal.SIGPIPE) == signal.SIG_DFL
+    finally:
+        signal.signal(signal.SIGPIPE, previous)
