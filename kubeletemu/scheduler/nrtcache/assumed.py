@@ -28,22 +28,34 @@ class ResourceStore:
 
     def __init__(self) -> None:
         self.data: dict[str, dict[str, Quantity]] = {}
+        # The last NRT charged and its result, valid while the same NRT object comes with no change to
+        # the recorded pods (a cache flush elsewhere asks again for every node).
+        self._charged: tuple[NodeResourceTopology, NodeResourceTopology] | None = None
 
     def add_pod(self, pod: Pod) -> bool:
         """True when the pod was already recorded (its entry is replaced)."""
         key = pod_key(pod)
         existed = key in self.data
         self.data[key] = effective_request(pod)
+        self._charged = None
         return existed
 
     def delete_pod(self, pod: Pod) -> bool:
         """True when the pod was recorded."""
+        self._charged = None
         return self.data.pop(pod_key(pod), None) is not None
 
     def update_nrt(self, nrt: NodeResourceTopology) -> NodeResourceTopology:
         """``UpdateNRT``: ``nrt`` with every recorded request charged to all zones."""
         if not self.data:
             return nrt
+        if self._charged is not None and self._charged[0] is nrt:
+            return self._charged[1]
+        charged = self._charge(nrt)
+        self._charged = (nrt, charged)
+        return charged
+
+    def _charge(self, nrt: NodeResourceTopology) -> NodeResourceTopology:
         zones = []
         for zone in nrt.zones:
             resources = []

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 from kubeletemu.podresources import fingerprint as pfp
+from kubeletemu.scheduler.framework import memo
 from kubeletemu.scheduler.nrtcache.exclusive import are_exclusive_for_pod, exclusive_container_names
 from kubeletemu.scheduler.nrtcache.informers import PodFilter, PodObject
 from kubeletemu.scheduler.objects import NodeResourceTopology
@@ -58,7 +59,12 @@ class PodData:
 
 
 def categorize_pod(pod: PodObject, nrt_resources: frozenset[str] | None) -> PodData:
-    exclusive = are_exclusive_for_pod(pod.pod, nrt_resources, pod.qos_class)
+    # A function of the (frozen) pod: kept on it, as every resync lists every pod of the cluster again.
+    answers: dict[tuple[frozenset[str] | None, str | None], bool] = memo(pod.pod, "_nrtcache_exclusive", dict)
+    key = (nrt_resources, pod.qos_class)
+    exclusive = answers.get(key)
+    if exclusive is None:
+        exclusive = answers[key] = are_exclusive_for_pod(pod.pod, nrt_resources, pod.qos_class)
     state = ExclusiveResources.ALLOC if exclusive else ExclusiveResources.NONE
     return PodData(pod.pod.namespace, pod.pod.name, exclusive_resources=state)
 

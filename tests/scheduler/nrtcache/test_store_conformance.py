@@ -4,22 +4,28 @@ attr_watch_test.go tables and the apis/config defaults of the cache args."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
 
+from kubeletemu.pod import Pod
 from kubeletemu.podresources import fingerprint as pfp
 from kubeletemu.quantity import Quantity
 from kubeletemu.scheduler.nrtcache import WatchEvent, is_foreign_pod, parse_cache_args
 from kubeletemu.scheduler.nrtcache.assumed import ResourceStore
 from kubeletemu.scheduler.nrtcache.attrwatch import AttrWatcher
+from kubeletemu.scheduler.nrtcache.exclusive import are_exclusive_for_pod
+from kubeletemu.scheduler.nrtcache.informers import PodObject
 from kubeletemu.scheduler.nrtcache.nrtstore import NRTResourcesStore, NRTStore, resource_names_from_nrt
 from kubeletemu.scheduler.nrtcache.podsets import (
     ExclusiveResources,
     PodData,
+    categorize_pod,
     check_pod_fingerprint_for_node,
     pod_fingerprint_for_node_topology,
 )
+from kubeletemu.scheduler.objects import NodeResourceTopology
 from tests.conformance.loader import rows
 from tests.scheduler.nrtcache.helpers import Tables
 
@@ -147,3 +153,54 @@ def test_args_defaults(row: dict[str, Any]) -> None:
         cache["resyncScope"],
     )
     assert args.preemption_mode == expected["preemptionMode"]
+
+
+def test_the_store_charges_the_same_nrt_object_again_after_each_change() -> None:
+    """The store keeps its last charged NRT by identity (the fleet asks it for every node after each
+    flush): an add or a delete between two asks with the same object changes the answer as a new store
+    with the same pods gives it."""
+    [row] = [r for r in rows("nrt_cache_store", "resource_store") if r[0][0]["name"] == "update NRT"]
+    steps = row[0][0]["steps"]
+    [nrt_step] = [s for s in steps if s["op"] == "update_nrt"]
+    nrt = STORE.nrt(nrt_step["nrt"])
+    [first] = [STORE.pod(s["pod"]) for s in steps if s["op"] == "add"]
+    other = dataclasses.replace(first, name="pod-other")
+
+    def fresh(*pods: Pod) -> NodeResourceTopology:
+        store = ResourceStore()
+        for pod in pods:
+            store.add_pod(pod)
+        return store.update_nrt(STORE.nrt(nrt_step["nrt"]))
+
+    store = ResourceStore()
+    store.add_pod(first)
+    assert store.update_nrt(nrt) == fresh(first)
+    assert store.update_nrt(nrt) is store.update_nrt(nrt)  # kept
+    store.add_pod(other)
+    assert store.update_nrt(nrt) == fresh(first, other) != fresh(first)
+    store.delete_pod(first)
+    assert store.update_nrt(nrt) == fresh(other)
+    store.add_pod(other)  # replaced by an equal request: the same answer
+    assert store.update_nrt(nrt) == fresh(other)
+
+
+def test_a_pods_category_is_kept_per_resource_names_and_reported_qos() -> None:
+    """Every resync categorizes every pod again; the answer is kept on the pod per (the node's NRT
+    resource names, the reported QoS class) and equals the uncached one whatever the order asked."""
+    [row] = [r for r in rows("nrt_cache_store", "resource_store") if r[0][0]["name"] == "update NRT"]
+    [pod] = [STORE.pod(s["pod"]) for s in row[0][0]["steps"] if s["op"] == "add"]
+    guaranteed = dataclasses.replace(
+        pod, containers=tuple(dataclasses.replace(c, limits=dict(c.requests)) for c in pod.containers)
+    )
+    asks = [
+        (names, qos)
+        for names in (None, frozenset({"cpu"}), frozenset({"vendor-a.com/nic"}), frozenset())
+        for qos in (None, "Guaranteed", "BestEffort")
+    ]
+    for subject in (pod, guaranteed):
+        answers = set()
+        for names, qos in [*asks, *reversed(asks)]:
+            got = categorize_pod(PodObject(subject, qos_class=qos), names).has_exclusive_resources()
+            assert got is are_exclusive_for_pod(subject, names, qos), (names, qos)
+            answers.add(got)
+        assert answers == {True, False} or subject is pod
