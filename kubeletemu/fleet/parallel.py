@@ -294,16 +294,16 @@ def _sigint_as_flag() -> Iterator[threading.Event]:
 @contextlib.contextmanager
 def _sigpipe_ignored() -> Iterator[None]:
     """SIGPIPE ignored while the pool runs: the CLI sets it to the default (a reader gone ends it quietly),
-    but the executor's feeder thread may still write to a stopped worker's pipe after ^C, which must be an
-    error the executor handles, not the signal that kills this process (exit -13 instead of 130)."""
+    but after ^C the executor may still write to a stopped worker's pipe — during the clean-up, or from its
+    exit handler when the interpreter ends — which must be an error it handles, not the signal that kills
+    this process (exit -13 instead of 130, seen under load). So the default comes back only when the pool
+    ended normally; after an interruption or a failure it stays ignored for the rest of the process."""
     if threading.current_thread() is not threading.main_thread():
         yield  # only the main thread may change a handler; elsewhere it is Python's (ignored) anyway
         return
     previous = signal.signal(signal.SIGPIPE, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGPIPE, previous)
+    yield
+    signal.signal(signal.SIGPIPE, previous)
 
 
 @contextlib.contextmanager
