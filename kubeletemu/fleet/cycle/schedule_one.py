@@ -78,6 +78,7 @@ MIN_NODE_SCORE, MAX_NODE_SCORE = 0, 100
 # Models whose Filter and Score depend on nothing but the pod's shape and the NodeInfo object.
 PURE_MODELS: tuple[type, ...] = (NodeResourcesFit, NodeResourcesBalancedAllocation)
 _MEMO = "cycle_answers"
+_WEIGHTED_ROWS_KEPT = 4096
 _PASSED = NodeStatus("Success", (), "")
 
 
@@ -178,6 +179,7 @@ class Scheduler:
         )
         self._kept_cycles: dict[Hashable, _KeptCycle] = {}
         self.cycles_kept = 0  # cycles answered from a kept one
+        self._weighted_rows: dict[tuple[int, ...], tuple[int, tuple[tuple[str, int], ...]]] = {}
         self._pure_scores = all(
             id(m) in self._pure and getattr(m, "normalize_scores", None) is None
             for m, _ in self.profile.scores
@@ -387,9 +389,16 @@ class Scheduler:
             for row, value in zip(rows, column, strict=True):
                 row[index] = value
         out = []
+        # The weighted row is a function of the scores alone, which take few distinct values.
+        seen = self._weighted_rows
         for position, (name, row) in enumerate(zip(names, rows, strict=True)):
-            total, weighted = _weighted(plugins, row)
-            out.append(NodeScore(name, total, weighted, 0, position))
+            scores = tuple(row)
+            entry = seen.get(scores)
+            if entry is None:
+                if len(seen) >= _WEIGHTED_ROWS_KEPT:
+                    seen.clear()
+                entry = seen[scores] = _weighted(plugins, row)
+            out.append(NodeScore(name, entry[0], entry[1], 0, position))
         return out, crashes
 
     def _prioritize_pure(
