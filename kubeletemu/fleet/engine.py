@@ -261,10 +261,7 @@ class FleetRun:
         self.store.update_nrt(topology)
         if self._nrt_events is not None:
             self._nrt_events.nrt_written(old, topology)
-        node.info = self.infos[node.index] = dataclasses.replace(node.info, topology=topology)
-        self.infos_version += 1
-        if self.source is not None:
-            self.source.changed(node.name)
+        self._replace_info(node, topology=topology)
 
     # ---- the overreserve cache's resync ---------------------------------------------------------------
 
@@ -463,7 +460,12 @@ class FleetRun:
         return self.infos_version, (self.source.generation if self.source is not None else 0)
 
     def _set_pods(self, node: _Node) -> None:
-        node.info = self.infos[node.index] = dataclasses.replace(node.info, pods=tuple(node.pods.values()))
+        self._replace_info(node, pods=tuple(node.pods.values()))
+
+    def _replace_info(self, node: _Node, **changes: Any) -> None:
+        """The node's NodeInfo replaced (kept answers go by the object), the version the scheduler's kept
+        cycles go by moved on, and the NRT cache's kept answer for the node dropped."""
+        node.info = self.infos[node.index] = dataclasses.replace(node.info, **changes)
         self.infos_version += 1
         if self.source is not None:
             self.source.changed(node.name)

@@ -147,7 +147,8 @@ def run_many(
             if count == 1:
                 _run_here(configs, run, fn)
             else:
-                _run_pool(configs, run, fn, count)
+                with _sigpipe_ignored():
+                    _run_pool(configs, run, fn, count)
     except KeyboardInterrupt:
         raise Interrupted(run.finished(), len(configs)) from None
     finally:
@@ -223,11 +224,6 @@ def _direct(bars: FleetProgress, index: int) -> ProgressFn:
 
 
 def _run_pool(configs: Sequence[Named], run: _Results, fn: RunFn, workers: int) -> None:
-    with _sigpipe_ignored():
-        _run_pool_of(configs, run, fn, workers)
-
-
-def _run_pool_of(configs: Sequence[Named], run: _Results, fn: RunFn, workers: int) -> None:
     context = multiprocessing.get_context("spawn")
     manager: SyncManager | None = None
     pool: ProcessPoolExecutor | None = None

@@ -123,21 +123,19 @@ def random_pod(rng: random.Random, name: str) -> Pod:
     return pod
 
 
-def _machine(shape: tuple[int, int, int, int], cache: dict[tuple[int, int, int, int], Machine]) -> Machine:
-    if shape not in cache:
-        sockets, cores, threads, per_socket = shape
-        host = synthetic_shape(
-            sockets=sockets, cores_per_socket=cores, threads_per_core=threads, nodes_per_socket=per_socket,
-            memory_gib_per_node=32,
-        )  # fmt: skip
-        cache[shape] = TopologySource.synthetic_host(host).machine()
-    return cache[shape]
+def _machine(shape: tuple[int, int, int, int]) -> Machine:
+    # Probed once per process: TopologySource keeps the machine of each synthetic shape.
+    sockets, cores, threads, per_socket = shape
+    host = synthetic_shape(
+        sockets=sockets, cores_per_socket=cores, threads_per_core=threads, nodes_per_socket=per_socket,
+        memory_gib_per_node=32,
+    )  # fmt: skip
+    return TopologySource.synthetic_host(host).machine()
 
 
 def exact_nodes(count: int, seed: int) -> Iterator[ExactNode]:
     """``count`` emulated nodes of every shape, policy and scope in turn, each filled by a random stream."""
     rng = random.Random(seed)
-    machines: dict[tuple[int, int, int, int], Machine] = {}
     for index in range(count):
         shape = SHAPES[index % len(SHAPES)]
         policy = POLICIES[(index // len(SHAPES)) % len(POLICIES)]
@@ -146,7 +144,7 @@ def exact_nodes(count: int, seed: int) -> Iterator[ExactNode]:
         devices = ", ".join(f"{{id: g{n}, numaNodes: [{n}]}}" for n in range(numa))
         name = f"n{index:04d}"
         config = parse_config(_CONFIG.format(policy=policy, scope=scope, name=name, devices=devices))
-        emulator = NodeEmulator(config, _machine(shape, machines))
+        emulator = NodeEmulator(config, _machine(shape))
         for p in range(rng.randint(0, 12)):
             emulator.admit(random_pod(rng, f"{name}-p{p}"))
         label = f"{numa}-NUMA {policy}/{scope}"
