@@ -273,7 +273,12 @@ class FleetRun:
             if cache.tick(self.env.now):
                 self._count_resync(cache)
                 if self.source is not None:
-                    self.source.changed_all()
+                    # A resync changes what GetCachedNRTCopy answers only for the nodes it flushed.
+                    outcome = cache.last_resync
+                    if outcome is None:
+                        self.source.changed_all()
+                    for name in outcome.flushed if outcome is not None else ():
+                        self.source.changed(name)
 
     def _count_resync(self, cache: OverReserve) -> None:
         outcome = cache.last_resync

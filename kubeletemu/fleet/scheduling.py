@@ -6,6 +6,8 @@ itself, re-exported from :mod:`kubeletemu.fleet.cycle` (kube-scheduler's ``sched
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 from kubeletemu.fleet.cycle import (
     EXACT,
     EXACT_NUMA,
@@ -69,6 +71,10 @@ class CachedTopology:
         if not answer[2]:
             raise TopologyNotFresh(node.name)
         return answer[1]
+
+    def version(self, node: NodeInfo) -> Hashable | None:
+        """What :meth:`topology` answers for ``node`` changes only when this does (None: asked every time)."""
+        return (self._epoch, self._versions.get(node.name, 0)) if self.memo else None
 
     def node_maybe_overreserved(self, node_name: str, pod: Pod) -> None:
         # Marks the node dirty; lookups do not depend on the mark, so the kept answer stays valid.

@@ -179,7 +179,7 @@ class NodeResourcesFit:
     def filter(self, pod: Pod, node: NodeInfo) -> Status:
         allocatable = memo(node, "fit_allocatable", lambda: _fit_allocatable(node))
         requested = memo(node, "fit_requested", lambda: _requested(node.pods))
-        pod_request = memo(pod, "fit_request", lambda: Resource.from_list(pod_request_list(pod)))
+        pod_request = _fit_request(pod)
         ignored = [n for n in pod_request.scalar_resources if _ignored(n, self.args)]
         if ignored:
             pod_request = Resource.from_list(pod_request_list(pod))
@@ -195,10 +195,8 @@ class NodeResourcesFit:
     def score(self, pod: Pod, node: NodeInfo) -> int:
         allocatable = memo(node, "allocatable", lambda: node_allocatable(node))
         pod_requests = memo(pod, "non_zero_requests", lambda: non_zero_requests(pod))
-        placed_non_zero = memo(
-            node, "non_zero_requested", lambda: _sum(non_zero_requests(p) for p in node.pods)
-        )
-        placed = memo(node, "requested", lambda: _sum(pod_request_list(p) for p in node.pods))
+        placed_non_zero = memo(node, "non_zero_requested", lambda: _sum(map(_rounded_non_zero, node.pods)))
+        placed = memo(node, "requested", lambda: _sum(map(_rounded, node.pods)))
         scorer = least_requested_score if self.args.strategy == LEAST_ALLOCATED else most_requested_score
         total = weights = 0
         for spec in self.args.resources:
@@ -222,19 +220,40 @@ def _fit_allocatable(node: NodeInfo) -> Resource:
     return resource
 
 
+def _fit_request(pod: Pod) -> Resource:
+    """The pod's request as the fit reads it, kept on the pod (never changed once made)."""
+    return memo(pod, "fit_request", lambda: Resource.from_list(pod_request_list(pod)))
+
+
 def _requested(pods: Iterable[Pod]) -> Resource:
+    """``NodeInfo.Requested``: each pod's request rounded on its own (kept on the pod), then summed."""
     requested = Resource()
     for placed in pods:
-        requested.add(pod_request_list(placed))
+        request = _fit_request(placed)
+        requested.add_resource(request)
+        requested.allowed_pod_number += request.allowed_pod_number
     return requested
 
 
-def _sum(lists: Iterable[Mapping[str, Fraction]]) -> dict[str, int]:
+def _round(requests: Mapping[str, Fraction]) -> dict[str, int]:
+    return {name: milli_value(amount) if name == CPU else value(amount) for name, amount in requests.items()}
+
+
+def _rounded(pod: Pod) -> dict[str, int]:
+    """The pod's requests, each rounded on its own (millicores for cpu), kept on the pod."""
+    return memo(pod, "rounded_requests", lambda: _round(pod_request_list(pod)))
+
+
+def _rounded_non_zero(pod: Pod) -> dict[str, int]:
+    return memo(pod, "rounded_non_zero_requests", lambda: _round(non_zero_requests(pod)))
+
+
+def _sum(rounded: Iterable[Mapping[str, int]]) -> dict[str, int]:
     """``NodeInfo.Requested``/``NonZeroRequested``: each pod rounded on its own, then summed."""
     total: dict[str, int] = {}
-    for requests in lists:
+    for requests in rounded:
         for name, amount in requests.items():
-            total[name] = total.get(name, 0) + (milli_value(amount) if name == CPU else value(amount))
+            total[name] = total.get(name, 0) + amount
     return total
 
 
@@ -265,7 +284,7 @@ class NodeResourcesBalancedAllocation:
         if not any(asked):
             return 0  # PreScore skips best-effort pods
         allocatable = memo(node, "allocatable", lambda: node_allocatable(node))
-        placed = memo(node, "requested", lambda: _sum(pod_request_list(p) for p in node.pods))
+        placed = memo(node, "requested", lambda: _sum(map(_rounded, node.pods)))
         fractions = []
         for spec, request in zip(self.resources, asked, strict=True):
             if request == 0 and is_scalar_resource_name(spec.name):

@@ -510,6 +510,19 @@ def _device(where: _Where, obj: Mapping[str, Any]) -> Device:
     )
 
 
+# Published amounts take few distinct values; a Quantity is never changed once made, so one per value serves.
+_QUANTITIES: dict[int, Quantity] = {}
+
+
+def _published_quantity(amount: int) -> Quantity:
+    quantity = _QUANTITIES.get(amount)
+    if quantity is None:
+        if len(_QUANTITIES) >= 65536:
+            _QUANTITIES.clear()
+        quantity = _QUANTITIES[amount] = Quantity(amount)
+    return quantity
+
+
 def from_node_side(topology: node_side.NodeResourceTopology) -> NodeResourceTopology:
     """The object an emulated node publishes (``kubeletemu nrt``), as a scheduler reads it."""
     return NodeResourceTopology(
@@ -521,7 +534,12 @@ def from_node_side(topology: node_side.NodeResourceTopology) -> NodeResourceTopo
                 costs=tuple(CostInfo(c.name, c.value) for c in z.costs),
                 attributes=tuple(AttributeInfo(a.name, a.value) for a in z.attributes),
                 resources=tuple(
-                    ResourceInfo(r.name, Quantity(r.capacity), Quantity(r.allocatable), Quantity(r.available))
+                    ResourceInfo(
+                        r.name,
+                        _published_quantity(r.capacity),
+                        _published_quantity(r.allocatable),
+                        _published_quantity(r.available),
+                    )
                     for r in z.resources
                 ),
             )

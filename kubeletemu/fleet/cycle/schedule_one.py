@@ -28,6 +28,10 @@ What is modelled, and how the sequential port stands to the parallel original:
 Answers of the resource plugins (:data:`PURE_MODELS`, functions of the pod's shape and the ``NodeInfo``
 object) are kept on the ``NodeInfo`` per pod shape: the fleet replaces a node's ``NodeInfo`` whenever it
 changes, so a kept answer is never stale, and the cycle costs a dictionary lookup on unchanged nodes.
+A model whose answers also depend on a source outside the NodeInfo (NodeResourceTopologyMatch over the
+scheduler's NRT cache: :class:`VersionedAnswers`) has them kept the same way for the version its source
+gives the node, only the current version's; a kept Filter rejection replays ``NodeMaybeOverReserved``.
+When every score plugin is kept and none normalizes, a node's weighted scores are kept whole.
 
 A cycle that found no feasible node is kept whole per pod shape when the caller passes ``state`` (a value
 that changes whenever anything a Filter reads changes: the fleet's node list and its NRT cache): while the
@@ -41,10 +45,10 @@ Only profiles whose every Filter is a kept resource plugin or records its side e
 from __future__ import annotations
 
 import random
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 from kubeletemu.fleet.cycle import versions
 from kubeletemu.fleet.cycle.batch import SIGNING_MODELS, OpportunisticBatch
@@ -80,6 +84,8 @@ PURE_MODELS: tuple[type, ...] = (NodeResourcesFit, NodeResourcesBalancedAllocati
 _MEMO = "cycle_answers"
 _WEIGHTED_ROWS_KEPT = 4096
 _PASSED = NodeStatus("Success", (), "")
+# How a Filter plugin's answers are kept (compared by identity).
+_ASK, _PURE, _VERSIONED = "ask", "pure", "versioned"
 
 
 @runtime_checkable
@@ -92,6 +98,17 @@ class SideEffects(Protocol):
     def recorded_side_effects(self) -> tuple[str, ...]: ...
 
     def replay_side_effects(self, pod: Pod, recorded: tuple[str, ...]) -> None: ...
+
+
+@runtime_checkable
+class VersionedAnswers(Protocol):
+    """A model whose answers depend on the pod's shape, the NodeInfo object and a version its source gives
+    per node (NodeResourceTopologyMatch over a cache): they are kept per version, and a kept Filter
+    rejection replays what the Filter does besides answering."""
+
+    def answer_version(self, node: NodeInfo) -> Hashable | None: ...
+
+    def rejected_again(self, pod: Pod, node: NodeInfo, status: Status) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -171,6 +188,19 @@ class Scheduler:
         self._pure = (
             {id(m) for m in self.profile.models if isinstance(m, PURE_MODELS)} if self.memo else set()
         )
+        self._versioned = (
+            {id(m) for m in self.profile.models if isinstance(m, VersionedAnswers)} if self.memo else set()
+        )
+        # Per Filter plugin: how its answers are kept (asked every time, pure, or per its source's version).
+        self._filter_plan: tuple[tuple[Any, int, str, Callable[[NodeInfo], Hashable] | None], ...] = tuple(
+            (
+                m,
+                id(m),
+                _PURE if id(m) in self._pure else _VERSIONED if id(m) in self._versioned else _ASK,
+                cast(VersionedAnswers, m).answer_version if id(m) in self._versioned else None,
+            )
+            for m in self.profile.filters
+        )
         self._effects = tuple(m for m in self.profile.filters if isinstance(m, SideEffects))
         self._keeps_cycles = (
             self.memo
@@ -180,9 +210,15 @@ class Scheduler:
         self._kept_cycles: dict[Hashable, _KeptCycle] = {}
         self.cycles_kept = 0  # cycles answered from a kept one
         self._weighted_rows: dict[tuple[int, ...], tuple[int, tuple[tuple[str, int], ...]]] = {}
-        self._pure_scores = all(
-            id(m) in self._pure and getattr(m, "normalize_scores", None) is None
+        self._kept_scores = all(
+            (id(m) in self._pure or id(m) in self._versioned) and getattr(m, "normalize_scores", None) is None
             for m, _ in self.profile.scores
+        )
+        # The versioned score plugins' version per node, in plugin order.
+        self._score_versions = tuple(
+            cast(VersionedAnswers, m).answer_version
+            for m, _ in self.profile.scores
+            if id(m) in self._versioned
         )
 
     # ---- schedulePod ----------------------------------------------------------------------------------
@@ -319,17 +355,34 @@ class Scheduler:
     def _run_filter_plugins(self, pod: Pod, shape: Hashable, node: NodeInfo) -> tuple[NodeStatus, int]:
         """``RunFilterPlugins``: the first plugin not answering Success decides, its name attached."""
         answers: dict[Hashable, Any] | None = None
-        for model in self.profile.filters:
+        for model, ident, kind, version_of in self._filter_plan:
             try:
-                if id(model) in self._pure:
+                status: Status | None
+                if kind is _ASK:
+                    status = model.filter(pod, node)
+                else:
                     if answers is None:
                         answers = _answers(node)
-                    key = (id(model), shape)
-                    status: Status | None = answers.get(key)
-                    if status is None:
-                        status = answers[key] = model.filter(pod, node)
-                else:
-                    status = model.filter(pod, node)
+                    if kind is _PURE:
+                        key = (ident, shape)
+                        status = answers.get(key)
+                        if status is None:
+                            status = answers[key] = model.filter(pod, node)
+                    else:
+                        assert version_of is not None
+                        version = version_of(node)
+                        if version is None:
+                            status = model.filter(pod, node)
+                        else:
+                            slot = answers.get(ident)
+                            if slot is None or slot[0] != version:
+                                slot = answers[ident] = (version, {})
+                            held: dict[Hashable, Status] = slot[1]
+                            status = held.get(shape)
+                            if status is None:
+                                status = held[shape] = model.filter(pod, node)
+                            elif status.code != SUCCESS:
+                                model.rejected_again(pod, node, status)
             except PluginPanic as panic:
                 return NodeStatus(UNSCHEDULABLE, (f"panic: {panic.crash}",), model.name), 1
             if status.code != SUCCESS:
@@ -345,10 +398,12 @@ class Scheduler:
         plugins = self.profile.scores
         if not plugins:
             return [NodeScore(n.name, 1, order=i) for i, n in enumerate(nodes)], 0
-        if self._pure_scores:
-            return self._prioritize_pure(pod, shape, nodes)
-        # Per plugin: the key its kept answers go by (None: asked every time).
+        if self._kept_scores:
+            return self._prioritize_kept(pod, shape, nodes)
+        # Per plugin: the key its kept answers go by (None: asked every time, or kept per version).
         keys = [(id(m), "score", shape) if id(m) in self._pure else None for m, _ in plugins]
+        versioned = [id(m) in self._versioned for m, _ in plugins]
+        score_key = ("score", shape)
         rows: list[list[int]] = []
         kept: list[NodeInfo] = []
         crashes = 0
@@ -356,9 +411,17 @@ class Scheduler:
             answers = _answers(node)
             row: list[int] = []
             try:
-                for (model, _), key in zip(plugins, keys, strict=True):
+                for (model, _), key, by_version in zip(plugins, keys, versioned, strict=True):
                     if key is None:
-                        row.append(model.score(pod, node))
+                        version = cast(VersionedAnswers, model).answer_version(node) if by_version else None
+                        if version is None:
+                            row.append(model.score(pod, node))
+                            continue
+                        held = _versioned_answers(node, id(model), version)
+                        score: int | None = held.get(score_key)
+                        if score is None:
+                            score = held[score_key] = model.score(pod, node)
+                        row.append(score)
                         continue
                     value: int | None = answers.get(key)
                     if value is None:
@@ -401,25 +464,42 @@ class Scheduler:
             out.append(NodeScore(name, entry[0], entry[1], 0, position))
         return out, crashes
 
-    def _prioritize_pure(
+    def _prioritize_kept(
         self, pod: Pod, shape: Hashable, nodes: list[NodeInfo]
     ) -> tuple[list[NodeScore], int]:
-        """Every score plugin pure and without NormalizeScore: a node's weighted scores depend on its
-        NodeInfo and the pod's shape alone, so they are kept on the NodeInfo whole."""
+        """Every score plugin kept (pure, or versioned by its source) and without NormalizeScore: a node's
+        weighted scores depend on the pod's shape, the NodeInfo and the versioned plugins' versions alone,
+        so they are kept on the NodeInfo whole, for the current versions only."""
         plugins = self.profile.scores
-        key = (id(self), "scores", shape)
+        versions_of = self._score_versions
+        slot_key = (id(self), "scores")
         out: list[NodeScore] = []
         crashes = 0
         for node in nodes:
             answers = _answers(node)
-            entry: tuple[int, tuple[tuple[str, int], ...]] | None = answers.get(key)
+            versions = tuple(version_of(node) for version_of in versions_of)
+            held: dict[Hashable, tuple[int, tuple[tuple[str, int], ...]]] | None = None
+            if None not in versions:
+                slot = answers.get(slot_key)
+                if slot is None or slot[0] != versions:
+                    slot = answers[slot_key] = (versions, {})
+                held = slot[1]
+            entry = held.get(shape) if held is not None else None
             if entry is None:
+                row: list[int] = []
                 try:
-                    row = [model.score(pod, node) for model, _ in plugins]
+                    for model, _ in plugins:
+                        row.append(model.score(pod, node))
                 except PluginPanic:
                     crashes += 1
                     continue
-                entry = answers[key] = _weighted(plugins, row)
+                except PluginError as err:
+                    raise PluginError(
+                        f"running Score plugins: plugin {_quote(model.name)} failed with: {err}"
+                    ) from None
+                entry = _weighted(plugins, row)
+                if held is not None:
+                    held[shape] = entry
             out.append(NodeScore(node.name, entry[0], entry[1], 0, len(out)))
         return out, crashes
 
@@ -444,6 +524,15 @@ def _answers(node: NodeInfo) -> dict[Hashable, Any]:
     if answers is None:
         answers = store[_MEMO] = {}
     return answers
+
+
+def _versioned_answers(node: NodeInfo, model_id: int, version: Hashable) -> dict[Hashable, Any]:
+    """A versioned model's kept answers on ``node``: only the current version's are held."""
+    answers = _answers(node)
+    slot: tuple[Hashable, dict[Hashable, Any]] | None = answers.get(model_id)
+    if slot is None or slot[0] != version:
+        slot = answers[model_id] = (version, {})
+    return slot[1]
 
 
 def _quote(name: str) -> str:

@@ -18,6 +18,7 @@ function of those — ``NodeMaybeOverReserved`` on a failing Filter — still ru
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from typing import Protocol, runtime_checkable
 
 from kubeletemu.pod import Pod, QOSClass
@@ -55,6 +56,9 @@ class PassthroughTopology:
     def topology(self, node: NodeInfo, pod: Pod) -> NodeResourceTopology | None:
         return node.topology
 
+    def version(self, node: NodeInfo) -> Hashable | None:
+        return 0  # the NRT is the NodeInfo's own: nothing besides the NodeInfo object changes it
+
 
 class NodeResourceTopologyMatch:
     """The plugin's Filter and Score for one pod on one node; ``policy`` is the node's Topology Manager
@@ -77,6 +81,9 @@ class NodeResourceTopologyMatch:
         # What a kept Score is valid for besides the pod and the NRT: this strategy and its weights.
         self._score_key = (self.args.scoring_strategy.type, tuple(sorted(self._weights.items())))
         self._keep = keep_answers  # False: compute every answer (what the kept ones are tested against)
+        # A source that can say when its answer for a node changes lets a caller keep this model's answers.
+        version = getattr(source, "version", None) if keep_answers else None
+        self._version: Callable[[NodeInfo], Hashable | None] | None = version
         self._recorded: list[str] | None = None  # nodes told NodeMaybeOverReserved, while recording
 
     def filter(self, pod: Pod, node: NodeInfo) -> Status:
@@ -87,13 +94,29 @@ class NodeResourceTopologyMatch:
         try:
             topology = self.source.topology(node, pod)
         except TopologyNotFresh:
-            return Status(UNSCHEDULABLE, (INVALID_TOPOLOGY_DATA,))
+            return _NOT_FRESH
         status = (_kept_filter if self._keep else filter_pod)(pod, node.node, topology)
-        if not status.ok and self._listener is not None:
-            self._listener.node_maybe_overreserved(node.name, pod)
-            if self._recorded is not None:
-                self._recorded.append(node.name)
+        if not status.ok:
+            self._rejected(pod, node.name)
         return status
+
+    def _rejected(self, pod: Pod, node_name: str) -> None:
+        if self._listener is not None:
+            self._listener.node_maybe_overreserved(node_name, pod)
+            if self._recorded is not None:
+                self._recorded.append(node_name)
+
+    # A caller keeping answers (the fleet's scheduling cycle) asks what they depend on besides the pod's
+    # shape and the NodeInfo object, and replays what a rejection does besides answering.
+    def answer_version(self, node: NodeInfo) -> Hashable | None:
+        """The source's version of its answer for ``node`` (None: keep nothing)."""
+        return self._version(node) if self._version is not None else None
+
+    def rejected_again(self, pod: Pod, node: NodeInfo, status: Status) -> None:
+        """A kept Filter rejection given once more: ``NodeMaybeOverReserved`` as the Filter would call it
+        (not for a stale NRT, where Filter returns before asking)."""
+        if status is not _NOT_FRESH:
+            self._rejected(pod, node.name)
 
     # A scheduler that keeps a whole failed cycle replays what Filter did besides answering.
     def record_side_effects(self) -> None:
@@ -130,6 +153,9 @@ class NodeResourceTopologyMatch:
         if node.topology is None:
             return ""
         return topology_manager_config(node.topology).policy
+
+
+_NOT_FRESH = Status(UNSCHEDULABLE, (INVALID_TOPOLOGY_DATA,))
 
 
 def _kept_filter(pod: Pod, node: Node | None, topology: NodeResourceTopology | None) -> Status:
