@@ -80,6 +80,15 @@ class CachedTopology:
         # Marks the node dirty; lookups do not depend on the mark, so the kept answer stays valid.
         self.cache.node_maybe_over_reserved(node_name, pod)
 
+    def nodes_maybe_overreserved(self, node_names: tuple[str, ...], pod: Pod) -> None:
+        """The marks of a replayed cycle, in order; a cache that takes them at once gets them so."""
+        bulk = getattr(self.cache, "nodes_maybe_over_reserved", None)
+        if bulk is not None:
+            bulk(node_names, pod)
+            return
+        for name in node_names:
+            self.cache.node_maybe_over_reserved(name, pod)
+
     def changed(self, node_name: str) -> None:
         self._versions[node_name] = self._versions.get(node_name, 0) + 1
         self.generation += 1

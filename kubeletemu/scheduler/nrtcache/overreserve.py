@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from kubeletemu.pod import Pod
 from kubeletemu.podresources import fingerprint as pfp
@@ -120,7 +121,10 @@ class OverReserve(Cache):
         self.nrt_res_names = NRTResourcesStore(listed)
         self.assumed_resources: dict[str, ResourceStore] = {}
         # node -> how many times marked; insertion-ordered where upstream's maps are not.
-        self.nodes_maybe_overreserved: dict[str, int] = {}
+        self._maybe_overreserved: dict[str, int] = {}
+        # Marks of a whole tuple of nodes repeated (a kept scheduling cycle replayed), counted, not applied:
+        # id(names) -> [names, repeats].
+        self._repeated_marks: dict[int, list[Any]] = {}
         self.nodes_with_foreign_pods: dict[str, int] = {}
         self.nodes_with_attr_update: dict[str, int] = {}
         self.last_resync: ResyncOutcome | None = None
@@ -149,7 +153,31 @@ class OverReserve(Cache):
 
     def node_maybe_over_reserved(self, node_name: str, pod: Pod) -> None:
         # Unlike Reserve, no check that the node has an NRT: any name can turn dirty.
-        self.nodes_maybe_overreserved[node_name] = self.nodes_maybe_overreserved.get(node_name, 0) + 1
+        marks = self._maybe_overreserved
+        marks[node_name] = marks.get(node_name, 0) + 1
+
+    def nodes_maybe_over_reserved(self, node_names: tuple[str, ...], pod: Pod) -> None:
+        """``NodeMaybeOverReserved`` for each name in turn, as a replayed scheduling cycle calls it.
+
+        After a tuple's first marking each of its names is a key until a flush, so a repeat changes no key
+        and no order, only counts: repeats are counted and added when the marks are read or flushed."""
+        repeated = self._repeated_marks.get(id(node_names))
+        if repeated is not None and repeated[0] is node_names:
+            repeated[1] += 1
+            return
+        for name in node_names:
+            self.node_maybe_over_reserved(name, pod)
+        self._repeated_marks[id(node_names)] = [node_names, 0]
+
+    @property
+    def nodes_maybe_overreserved(self) -> dict[str, int]:
+        """node -> how many times marked (``nodesMaybeOverreserved``), repeats included."""
+        marks = self._maybe_overreserved
+        for names, repeats in self._repeated_marks.values():
+            for name in names if repeats else ():
+                marks[name] = marks.get(name, 0) + repeats
+        self._repeated_marks.clear()
+        return marks
 
     def node_has_foreign_pods(self, node_name: str, pod: Pod) -> None:
         if not self.nrts.contains(node_name):

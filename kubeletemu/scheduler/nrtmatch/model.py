@@ -127,9 +127,14 @@ class NodeResourceTopologyMatch:
         return recorded
 
     def replay_side_effects(self, pod: Pod, recorded: tuple[str, ...]) -> None:
-        if self._listener is not None:
-            for node_name in recorded:
-                self._listener.node_maybe_overreserved(node_name, pod)
+        if self._listener is None:
+            return
+        bulk = getattr(self._listener, "nodes_maybe_overreserved", None)
+        if bulk is not None:
+            bulk(recorded, pod)  # the same tuple each replay: the listener may count repeats
+            return
+        for node_name in recorded:
+            self._listener.node_maybe_overreserved(node_name, pod)
 
     def score(self, pod: Pod, node: NodeInfo) -> int:
         # Non-Guaranteed pods score 100 before the cache is asked.

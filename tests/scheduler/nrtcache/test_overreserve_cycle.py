@@ -156,3 +156,39 @@ def test_tick_runs_on_the_period_grid() -> None:
     assert not cache.tick(109.0)
     assert cache.tick(123.0)  # missed 110, 115, 120: one run
     assert cache.next_resync == 125.0
+
+
+def test_repeated_marks_of_a_replayed_cycle_equal_marking_each_node() -> None:
+    """A kept scheduling cycle replays its NodeMaybeOverReserved calls as one tuple: the marks (keys, their
+    order and counts) are those of calling it per node, also after a flush removed the node."""
+
+    def fresh() -> tuple[InformerStore, OverReserve]:
+        store = InformerStore()
+        store.update_nrt(nrt("4", "4", []))
+        cache = cache_from_args({"cacheResyncPeriodSeconds": 1}, store)
+        assert isinstance(cache, OverReserve)
+        store.add_pod(pod("p1", "3", node="node-a", phase="Running"))
+        return store, cache
+
+    (store_one, one), (store_bulk, bulk) = fresh(), fresh()
+    replayed = ("node-b", "node-a", "node-c")
+    p = pod("p2", "2")
+    for cache in (one, bulk):
+        cache.node_maybe_over_reserved("node-z", p)
+    for _ in range(3):
+        for name in replayed:
+            one.node_maybe_over_reserved(name, p)
+        bulk.nodes_maybe_over_reserved(replayed, p)
+    assert list(bulk.nodes_maybe_overreserved.items()) == list(one.nodes_maybe_overreserved.items())
+    assert bulk.nodes_maybe_overreserved == {"node-z": 1, "node-b": 3, "node-a": 3, "node-c": 3}
+    # A matching NRT flushes node-a; replaying the same tuple marks it anew, after the others.
+    for store, cache in ((store_one, one), (store_bulk, bulk)):
+        store.update_nrt(nrt("1", "4", [("default", "p1")]))
+        assert cache.tick(1.0)
+    for _ in range(2):
+        for name in replayed:
+            one.node_maybe_over_reserved(name, p)
+        bulk.nodes_maybe_over_reserved(replayed, p)
+    assert list(bulk.nodes_maybe_overreserved.items()) == list(one.nodes_maybe_overreserved.items())
+    assert list(bulk.nodes_maybe_overreserved) == ["node-z", "node-b", "node-c", "node-a"]
+    assert bulk.get_desynced_nodes().maybe_over_reserved == one.get_desynced_nodes().maybe_over_reserved
