@@ -277,8 +277,9 @@ class FleetRun:
                     outcome = cache.last_resync
                     if outcome is None:
                         self.source.changed_all()
-                    for name in outcome.flushed if outcome is not None else ():
-                        self.source.changed(name)
+                    else:
+                        for name in outcome.flushed:
+                            self.source.changed(name)
 
     def _count_resync(self, cache: OverReserve) -> None:
         outcome = cache.last_resync

@@ -81,13 +81,8 @@ class CachedTopology:
         self.cache.node_maybe_over_reserved(node_name, pod)
 
     def nodes_maybe_overreserved(self, node_names: tuple[str, ...], pod: Pod) -> None:
-        """The marks of a replayed cycle, in order; a cache that takes them at once gets them so."""
-        bulk = getattr(self.cache, "nodes_maybe_over_reserved", None)
-        if bulk is not None:
-            bulk(node_names, pod)
-            return
-        for name in node_names:
-            self.cache.node_maybe_over_reserved(name, pod)
+        # The marks of a replayed cycle, in order: the same tuple each replay (overreserve counts repeats).
+        self.cache.nodes_maybe_over_reserved(node_names, pod)
 
     def changed(self, node_name: str) -> None:
         self._versions[node_name] = self._versions.get(node_name, 0) + 1

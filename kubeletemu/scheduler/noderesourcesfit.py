@@ -226,12 +226,11 @@ def _fit_request(pod: Pod) -> Resource:
 
 
 def _requested(pods: Iterable[Pod]) -> Resource:
-    """``NodeInfo.Requested``: each pod's request rounded on its own (kept on the pod), then summed."""
+    """``NodeInfo.Requested``: :func:`~kubeletemu.lifecycle.resources.sum_requests` over each pod's
+    request as kept on the pod."""
     requested = Resource()
     for placed in pods:
-        request = _fit_request(placed)
-        requested.add_resource(request)
-        requested.allowed_pod_number += request.allowed_pod_number
+        requested.add_resource(_fit_request(placed))
     return requested
 
 

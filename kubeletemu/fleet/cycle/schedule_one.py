@@ -374,10 +374,7 @@ class Scheduler:
                         if version is None:
                             status = model.filter(pod, node)
                         else:
-                            slot = answers.get(ident)
-                            if slot is None or slot[0] != version:
-                                slot = answers[ident] = (version, {})
-                            held: dict[Hashable, Status] = slot[1]
+                            held = _held(answers, ident, version)
                             status = held.get(shape)
                             if status is None:
                                 status = held[shape] = model.filter(pod, node)
@@ -417,7 +414,7 @@ class Scheduler:
                         if version is None:
                             row.append(model.score(pod, node))
                             continue
-                        held = _versioned_answers(node, id(model), version)
+                        held = _held(answers, id(model), version)
                         score: int | None = held.get(score_key)
                         if score is None:
                             score = held[score_key] = model.score(pod, node)
@@ -476,15 +473,11 @@ class Scheduler:
         out: list[NodeScore] = []
         crashes = 0
         for node in nodes:
-            answers = _answers(node)
-            versions = tuple(version_of(node) for version_of in versions_of)
-            held: dict[Hashable, tuple[int, tuple[tuple[str, int], ...]]] | None = None
-            if None not in versions:
-                slot = answers.get(slot_key)
-                if slot is None or slot[0] != versions:
-                    slot = answers[slot_key] = (versions, {})
-                held = slot[1]
-            entry = held.get(shape) if held is not None else None
+            versions = tuple(version_of(node) for version_of in versions_of) if versions_of else ()
+            held = _held(_answers(node), slot_key, versions) if None not in versions else None
+            entry: tuple[int, tuple[tuple[str, int], ...]] | None = (
+                held.get(shape) if held is not None else None
+            )
             if entry is None:
                 row: list[int] = []
                 try:
@@ -526,12 +519,12 @@ def _answers(node: NodeInfo) -> dict[Hashable, Any]:
     return answers
 
 
-def _versioned_answers(node: NodeInfo, model_id: int, version: Hashable) -> dict[Hashable, Any]:
-    """A versioned model's kept answers on ``node``: only the current version's are held."""
-    answers = _answers(node)
-    slot: tuple[Hashable, dict[Hashable, Any]] | None = answers.get(model_id)
+def _held(answers: dict[Hashable, Any], key: Hashable, version: Hashable) -> dict[Hashable, Any]:
+    """The answers kept under ``key`` in a node's ``answers`` for ``version``; those of an older version are
+    dropped."""
+    slot: tuple[Hashable, dict[Hashable, Any]] | None = answers.get(key)
     if slot is None or slot[0] != version:
-        slot = answers[model_id] = (version, {})
+        slot = answers[key] = (version, {})
     return slot[1]
 
 

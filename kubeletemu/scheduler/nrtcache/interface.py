@@ -64,6 +64,11 @@ class Cache(ABC):
         """``NodeMaybeOverReserved``: Filter rejected ``pod`` on the node (a no-op unless overreserve)."""
         return None
 
+    def nodes_maybe_over_reserved(self, node_names: tuple[str, ...], pod: Pod) -> None:
+        """``NodeMaybeOverReserved`` for each name in turn, as a replayed scheduling cycle calls it."""
+        for name in node_names:
+            self.node_maybe_over_reserved(name, pod)
+
     def node_has_foreign_pods(self, node_name: str, pod: Pod) -> None:
         """``NodeHasForeignPods`` (a no-op unless overreserve)."""
         return None

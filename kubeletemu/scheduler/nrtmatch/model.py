@@ -77,6 +77,10 @@ class NodeResourceTopologyMatch:
         self.source: TopologySource = source if source is not None else PassthroughTopology()
         # Resolved once: a runtime Protocol check costs more than the Filter it guards.
         self._listener = source if isinstance(source, FilterFailureListener) else None
+        # A listener that takes a replayed cycle's marks at once (the fleet's cache source) gets them so.
+        self._replay_listener: Callable[[tuple[str, ...], Pod], None] | None = getattr(
+            self._listener, "nodes_maybe_overreserved", None
+        )
         self._weights = self.args.scoring_strategy.weights()
         # What a kept Score is valid for besides the pod and the NRT: this strategy and its weights.
         self._score_key = (self.args.scoring_strategy.type, tuple(sorted(self._weights.items())))
@@ -127,14 +131,11 @@ class NodeResourceTopologyMatch:
         return recorded
 
     def replay_side_effects(self, pod: Pod, recorded: tuple[str, ...]) -> None:
-        if self._listener is None:
-            return
-        bulk = getattr(self._listener, "nodes_maybe_overreserved", None)
-        if bulk is not None:
-            bulk(recorded, pod)  # the same tuple each replay: the listener may count repeats
-            return
-        for node_name in recorded:
-            self._listener.node_maybe_overreserved(node_name, pod)
+        if self._replay_listener is not None:
+            self._replay_listener(recorded, pod)  # the same tuple each replay: it may count repeats
+        elif self._listener is not None:
+            for node_name in recorded:
+                self._listener.node_maybe_overreserved(node_name, pod)
 
     def score(self, pod: Pod, node: NodeInfo) -> int:
         # Non-Guaranteed pods score 100 before the cache is asked.
