@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from kubeletemu.fleet.queue.backoff_queue import BackoffQueue
 from kubeletemu.fleet.queue.events import POP_FROM_BACKOFF_Q, ClusterEvent
-from kubeletemu.fleet.queue.heap import Heap
+from kubeletemu.fleet.queue.heap import Heap, SortKey
 from kubeletemu.fleet.queue.podinfo import ZERO_TIME, QueuedPodInfo
 from kubeletemu.fleet.queue.pods import pod_key
 from kubeletemu.fleet.queue.versions import in_effect
@@ -91,9 +91,11 @@ class ActiveQueue:
         backoff_popper: BackoffQueue | None,
         version: str,
         on_move: Callable[[str, str, Pod], None] | None = None,
+        sort_key: SortKey | None = None,
     ) -> None:
+        """``sort_key``: ``less`` as a value, when it is one (the heap then compares values)."""
         self.on_move = on_move
-        self.queue: Heap[QueuedPodInfo] = Heap(lambda info: pod_key(info.pod), less)
+        self.queue: Heap[QueuedPodInfo] = Heap(lambda info: pod_key(info.pod), less, sort_key)
         self.queueing_hints = queueing_hints
         self.backoff_popper = backoff_popper
         self.in_flight_pods: dict[str, _Entry] = {}
@@ -130,6 +132,9 @@ class ActiveQueue:
     def has(self, pod: Pod) -> bool:
         return self.get(pod) is not None
 
+    def has_key(self, key: str) -> bool:
+        return self.queue.get_by_key(key) is not None
+
     def delete(self, info: QueuedPodInfo) -> bool:
         return self.queue.delete(info)
 
@@ -143,15 +148,15 @@ class ActiveQueue:
         """``pop``: activeQ's head, else (``SchedulerPopFromBackoffQ``) podBackoffQ's; ``None`` when
         upstream would block. The pod goes in flight."""
         while True:
-            if not self.can_pop():
-                return None  # upstream blocks (or, closed, returns nil)
             info = self.queue.pop()
-            if info is None and self.backoff_popper is not None:
-                info = self.backoff_popper.pop_backoff()
-                if info is not None and self.on_move is not None:
-                    self.on_move("active", POP_FROM_BACKOFF_Q, info.pod)
             if info is None:
-                return None
+                if self.backoff_popper is None:
+                    return None  # upstream blocks (or, closed, returns nil)
+                info = self.backoff_popper.pop_backoff()
+                if info is None:
+                    return None
+                if self.on_move is not None:
+                    self.on_move("active", POP_FROM_BACKOFF_Q, info.pod)
             try:
                 self.move_pod_to_in_flight(info)
             except InFlightPodError:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from kubeletemu.fleet.queue.heap import Heap
+from kubeletemu.fleet.queue.heap import Heap, SortKey
 from kubeletemu.fleet.queue.podinfo import NS_PER_S, ZERO_TIME, QueuedPodInfo
 from kubeletemu.fleet.queue.pods import pod_key
 from kubeletemu.fleet.queue.versions import in_effect
@@ -45,7 +45,9 @@ class BackoffQueue:
         pop_from_backoff_q: bool,
         version: str,
         on_move: Callable[[str, str, Pod], None] | None = None,
+        active_sort_key: SortKey | None = None,
     ) -> None:
+        """``active_sort_key``: ``active_less`` as a value, when it is one."""
         self.now = now
         self.on_move = on_move
         self.initial_backoff_ns = initial_backoff_ns
@@ -55,9 +57,15 @@ class BackoffQueue:
         self.version = version
         self.split = in_effect("backoff-queue-split", version)
         self.counts = in_effect("backoff-counts", version)
-        less = self._less_with_priority if pop_from_backoff_q else self._less
-        self.pod_backoff_q: Heap[QueuedPodInfo] = Heap(_key, less)
-        self.pod_error_backoff_q: Heap[QueuedPodInfo] = Heap(_key, self._less)
+        # A pod's expiry stays fixed while it is queued (its timestamp and counts change only at an
+        # attempt), so both orders are values.
+        less: LessFn = self._less
+        sort_key: SortKey | None = self.backoff_time
+        if pop_from_backoff_q:
+            less = self._less_with_priority
+            sort_key = None if active_sort_key is None else self._with_priority_key(active_sort_key)
+        self.pod_backoff_q: Heap[QueuedPodInfo] = Heap(_key, less, sort_key)
+        self.pod_error_backoff_q: Heap[QueuedPodInfo] = Heap(_key, self._less, self.backoff_time)
 
     # ---- time ----
 
@@ -115,6 +123,12 @@ class BackoffQueue:
     def _less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
         return self.backoff_time(a) < self.backoff_time(b)
 
+    def _with_priority_key(self, active_sort_key: SortKey) -> SortKey:
+        def key(info: QueuedPodInfo) -> tuple[int, ...]:
+            return (self.backoff_time(info), *active_sort_key(info))
+
+        return key
+
     def _less_with_priority(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
         first, second = self.backoff_time(a), self.backoff_time(b)
         if first != second:
@@ -159,6 +173,12 @@ class BackoffQueue:
 
     def has(self, pod: Pod) -> bool:
         return self.get(pod) is not None
+
+    def has_key(self, key: str) -> bool:
+        return (
+            self.pod_backoff_q.get_by_key(key) is not None
+            or self.pod_error_backoff_q.get_by_key(key) is not None
+        )
 
     def pop_backoff(self) -> QueuedPodInfo | None:
         """``popBackoff``: podBackoffQ's head, backoff completed or not (never podErrorBackoffQ)."""

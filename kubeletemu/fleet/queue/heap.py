@@ -3,23 +3,34 @@
 them (Python's ``heapq`` sifts differently).
 
 Items are kept by key; adding an existing key replaces the item and re-fixes its place (``AddOrUpdate``).
-The less function is read at each comparison, as upstream's is: a backoffQ item's order may depend on
-state cached on the item.
+Upstream reads its less function at each comparison. Where the order is a plain comparison of values
+that stay fixed while the item is queued (``sort_key``: PrioritySort's priority and timestamp, a backoff
+expiry), the heap computes them once per ``add_or_update`` and compares those: the same order, without a
+call per comparison. Anything that changes what the order reads must go through ``add_or_update``, as
+upstream's updates do.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
+SortKey = Callable[[Any], Any]
+
 
 class Heap(Generic[T]):
-    def __init__(self, key: Callable[[T], str], less: Callable[[T, T], bool]) -> None:
+    def __init__(
+        self, key: Callable[[T], str], less: Callable[[T, T], bool], sort_key: SortKey | None = None
+    ) -> None:
+        """``less(a, b)`` must equal ``sort_key(a) < sort_key(b)`` when ``sort_key`` is given."""
         self._key = key
         self._less = less
+        self._sort_key = sort_key
         self._queue: list[str] = []
+        # The sort keys, parallel to _queue (with sort_key only).
+        self._order: list[Any] = []
         self._items: dict[str, T] = {}
         self._index: dict[str, int] = {}
 
@@ -46,11 +57,16 @@ class Heap(Generic[T]):
         key = self._key(item)
         if key in self._items:
             self._items[key] = item
-            self._fix(self._index[key])
+            i = self._index[key]
+            if self._sort_key is not None:
+                self._order[i] = self._sort_key(item)
+            self._fix(i)
         else:
             self._items[key] = item
             self._index[key] = len(self._queue)
             self._queue.append(key)
+            if self._sort_key is not None:
+                self._order.append(self._sort_key(item))
             self._up(len(self._queue) - 1)
 
     def delete(self, item: T) -> bool:
@@ -62,17 +78,31 @@ class Heap(Generic[T]):
         return True
 
     def pop(self) -> T | None:
-        if not self._queue:
+        queue = self._queue
+        if not queue:
             return None
-        n = len(self._queue) - 1
-        self._swap(0, n)
-        self._down(0, n)
-        return self._pop_last()
+        n = len(queue) - 1
+        if self._sort_key is None:
+            self._swap(0, n)
+            self._down(0, n)
+            return self._pop_last()
+        # Swap(0, n), down(0, n), Pop(), inline on the kept keys.
+        order = self._order
+        queue[0], queue[n] = queue[n], queue[0]
+        order[0], order[n] = order[n], order[0]
+        self._index[queue[0]] = 0
+        self._down_sorted(0, n)
+        key = queue.pop()
+        order.pop()
+        del self._index[key]
+        return self._items.pop(key)
 
     # container/heap
 
     def _pop_last(self) -> T:
         key = self._queue.pop()
+        if self._sort_key is not None:
+            self._order.pop()
         del self._index[key]
         return self._items.pop(key)
 
@@ -89,6 +119,8 @@ class Heap(Generic[T]):
             self._up(i)
 
     def _less_at(self, i: int, j: int) -> bool:
+        if self._sort_key is not None:
+            return bool(self._order[i] < self._order[j])
         return self._less(self._items[self._queue[i]], self._items[self._queue[j]])
 
     def _swap(self, i: int, j: int) -> None:
@@ -96,8 +128,14 @@ class Heap(Generic[T]):
         queue[i], queue[j] = queue[j], queue[i]
         self._index[queue[i]] = i
         self._index[queue[j]] = j
+        if self._sort_key is not None:
+            order = self._order
+            order[i], order[j] = order[j], order[i]
 
     def _up(self, j: int) -> None:
+        if self._sort_key is not None:
+            self._up_sorted(j)
+            return
         while True:
             i = (j - 1) // 2  # parent
             if i == j or j <= 0 or not self._less_at(j, i):
@@ -106,6 +144,8 @@ class Heap(Generic[T]):
             j = i
 
     def _down(self, i0: int, n: int) -> bool:
+        if self._sort_key is not None:
+            return self._down_sorted(i0, n)
         i = i0
         while True:
             j1 = 2 * i + 1
@@ -116,6 +156,32 @@ class Heap(Generic[T]):
             if j2 < n and self._less_at(j2, j1):
                 j = j2
             if not self._less_at(j, i):
+                break
+            self._swap(i, j)
+            i = j
+        return i > i0
+
+    # The same two sifts on the kept sort keys, the comparisons inline (the swap is the common _swap).
+
+    def _up_sorted(self, j: int) -> None:
+        order = self._order
+        while j > 0:
+            i = (j - 1) // 2
+            if not order[j] < order[i]:
+                break
+            self._swap(i, j)
+            j = i
+
+    def _down_sorted(self, i0: int, n: int) -> bool:
+        order = self._order
+        i = i0
+        while True:
+            j = 2 * i + 1
+            if j >= n:
+                break
+            if j + 1 < n and order[j + 1] < order[j]:
+                j += 1
+            if not order[j] < order[i]:
                 break
             self._swap(i, j)
             i = j

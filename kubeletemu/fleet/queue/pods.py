@@ -79,8 +79,13 @@ def priority(pod: Pod) -> int:
 
 
 def pod_key(pod: Pod) -> str:
-    """The queues' key (``cache.NewObjectName(namespace, name)``): ``namespace/name``, or ``name``."""
-    return f"{pod.namespace}/{pod.name}" if pod.namespace else pod.name
+    """The queues' key (``cache.NewObjectName(namespace, name)``): ``namespace/name``, or ``name``. Kept
+    on the (frozen) pod outside its fields, as its QoS class is: the queues ask for it several times an
+    attempt."""
+    key: str | None = pod.__dict__.get("_queue_key")
+    if key is None:
+        key = pod.__dict__["_queue_key"] = f"{pod.namespace}/{pod.name}" if pod.namespace else pod.name
+    return key
 
 
 def is_pod_updated(old: Pod, new: Pod) -> bool:

@@ -29,10 +29,23 @@ from kubeletemu.fleet.queue import events as ev
 from kubeletemu.fleet.queue.active_queue import ActiveQueue, InFlightEvent, InFlightPodError
 from kubeletemu.fleet.queue.backoff_queue import BackoffQueue
 from kubeletemu.fleet.queue.events import ClusterEvent
-from kubeletemu.fleet.queue.hints import QUEUE_SKIP, QueueingHintError, QueueingHintMap
+from kubeletemu.fleet.queue.hints import (
+    QUEUE,
+    QUEUE_SKIP,
+    QueueingHintError,
+    QueueingHintFunction,
+    QueueingHintMap,
+    queue_always,
+)
 from kubeletemu.fleet.queue.nominator import NominatingInfo, Nominator, PodLister
 from kubeletemu.fleet.queue.podinfo import NS_PER_S, ZERO_TIME, QueuedPodInfo, to_ns, to_s
-from kubeletemu.fleet.queue.pods import is_pod_updated, priority, required_affinity_terms, scheduler_name
+from kubeletemu.fleet.queue.pods import (
+    is_pod_updated,
+    pod_key,
+    priority,
+    required_affinity_terms,
+    scheduler_name,
+)
 from kubeletemu.fleet.queue.unschedulable_pods import UnschedulablePods
 from kubeletemu.fleet.queue.versions import (
     DEFAULT_VERSION,
@@ -72,6 +85,15 @@ def priority_sort(a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
     """``PrioritySort.Less``: higher ``spec.priority`` first, then the earlier timestamp."""
     first, second = priority(a.pod), priority(b.pod)
     return first > second or (first == second and a.timestamp < b.timestamp)
+
+
+def priority_sort_key(info: QueuedPodInfo) -> tuple[int, int]:
+    """:func:`priority_sort` as a value: ``priority_sort(a, b) == key(a) < key(b)``."""
+    return -priority(info.pod), info.timestamp
+
+
+# The QueueSort less functions the heaps may compare as values (see heap.Heap's sort_key).
+SORT_KEYS: dict[LessFn, Callable[[QueuedPodInfo], tuple[int, ...]]] = {priority_sort: priority_sort_key}
 
 
 class PreEnqueuePlugin(Protocol):
@@ -160,6 +182,9 @@ class PriorityQueue:
         self.queueing_hint_map = _per_profile(hints)
         self.pre_enqueue_plugins = {k: tuple(v) for k, v in (pre_enqueue or {}).items()}
         self.plugin_to_events = _plugin_to_events(self.queueing_hint_map)
+        self._matched_functions: dict[tuple[str, ClusterEvent], tuple[QueueingHintFunction, ...] | None] = {}
+        self._of_interest: dict[ClusterEvent, bool] = {}
+        sort_key = SORT_KEYS.get(less)
         self.backoff_q = BackoffQueue(
             self._now,
             to_ns(pod_initial_backoff_s),
@@ -168,6 +193,7 @@ class PriorityQueue:
             self.pop_from_backoff_q_enabled,
             version,
             on_move,
+            sort_key,
         )
         self.active_q = ActiveQueue(
             less,
@@ -175,6 +201,7 @@ class PriorityQueue:
             self.backoff_q if self.pop_from_backoff_q_enabled else None,
             version,
             on_move,
+            sort_key,
         )
         self.unschedulable_pods = UnschedulablePods(on_move)
         self.nominator = Nominator(pod_lister)
@@ -202,6 +229,12 @@ class PriorityQueue:
         """``runPreEnqueuePlugins``: the first plugin that refuses gates the pod and is added to its
         unschedulable plugins (1.34+: and remembered with its events, and asked first next time)."""
         plugins = self.pre_enqueue_plugins.get(scheduler_name(info.pod), ())
+        if not plugins:  # what the loops below come to with no plugin
+            if self._gating_plugin:
+                info.gating_plugin = ""
+            else:
+                info.gated_flag = False
+            return
         if not self._gating_plugin:
             for plugin in plugins:
                 if plugin.pre_enqueue(info.pod):
@@ -389,25 +422,29 @@ class PriorityQueue:
 
     def _add_unschedulable(self, info: QueuedPodInfo, pod_scheduling_cycle: int) -> None:
         pod = info.pod
-        if self.unschedulable_pods.get(pod) is not None:
+        key = pod_key(pod)
+        if key in self.unschedulable_pods.pod_info_map:
             raise AlreadyQueuedError(f"Pod {_kobj(pod)} is already present in unschedulable queue")
-        if self.active_q.has(pod):
+        if self.active_q.has_key(key):
             raise AlreadyQueuedError(f"Pod {_kobj(pod)} is already present in the active queue")
-        if self.backoff_q.has(pod):
+        if self.backoff_q.has_key(key):
             raise AlreadyQueuedError(f"Pod {_kobj(pod)} is already present in the backoff queue")
+        info.timestamp = self._now()
         if self._backoff_counts:
             if not info.unschedulable_plugins and not info.pending_plugins:
                 info.consecutive_errors_count += 1
             else:
                 info.unschedulable_count += 1
                 info.consecutive_errors_count = 0
-            info.timestamp = self._now()
             info.backoff_expiration = ZERO_TIME
             info.was_flushed_from_unschedulable = False
-        else:
-            info.timestamp = self._now()
         if not self.queueing_hints_enabled:
             self._add_unschedulable_without_hints(info, pod_scheduling_cycle)
+            return
+        entry = self.active_q.in_flight_pods.get(pod.uid)
+        if entry is not None and entry.next is None and (info.unschedulable_plugins or info.pending_plugins):
+            # Nothing arrived since the pod was popped: QueueSkip, to unschedulablePods (as below).
+            self.unschedulable_pods.add_or_update(info, info.gated, ev.SCHEDULE_ATTEMPT_FAILURE)
             return
         strategy = self._hint_for_in_flight_pod(info)
         queue = self._requeue_with_strategy(info, strategy, ev.SCHEDULE_ATTEMPT_FAILURE)
@@ -446,48 +483,105 @@ class PriorityQueue:
         return strategy
 
     def _is_pod_worth_requeuing(
-        self, info: QueuedPodInfo, event: ClusterEvent, old: object, new: object
+        self,
+        info: QueuedPodInfo,
+        event: ClusterEvent,
+        old: object,
+        new: object,
+        matched: dict[str, tuple[QueueingHintFunction, ...] | None] | None = None,
     ) -> str:
         """``isPodWorthRequeuing``: ask the hints of the plugins that rejected the pod; Queue from a
-        Pending plugin requeues at once, from an Unschedulable one after backoff; a hint error is Queue."""
-        rejectors = info.rejector_plugins()
+        Pending plugin requeues at once, from an Unschedulable one after backoff; a hint error is Queue.
+        ``matched``: the hint functions ``event`` matches by profile, kept by a caller asking for many
+        pods."""
+        rejectors = info.unschedulable_plugins | info.pending_plugins
         if not rejectors:
             return QUEUE_AFTER_BACKOFF
         if event.is_wildcard:
             if new is not None and (not isinstance(new, Pod) or new.uid != info.pod.uid):
                 return QUEUE_SKIP_STRATEGY
             return QUEUE_AFTER_BACKOFF
-        hint_map = self.queueing_hint_map.get(scheduler_name(info.pod))
-        if hint_map is None:
+        profile = scheduler_name(info.pod)
+        if matched is None:
+            functions = self._hint_functions(profile, event)
+        else:
+            if profile not in matched:
+                matched[profile] = self._hint_functions(profile, event)
+            functions = matched[profile]
+        if functions is None:
             return QUEUE_AFTER_BACKOFF
         strategy = QUEUE_SKIP_STRATEGY
-        for registered, functions in hint_map.items():
-            if not ev.match(registered, event, self.version):
+        for function in functions:
+            if function.plugin_name not in rejectors:
                 continue
-            for function in functions:
-                if function.plugin_name not in rejectors:
-                    continue
+            if function.fn is queue_always:
+                hint = QUEUE
+            else:
                 try:
                     hint = function.fn(info.pod, old, new)
                 except QueueingHintError:
-                    hint = "Queue"
-                if hint == QUEUE_SKIP:
-                    continue
-                if function.plugin_name in info.pending_plugins:
-                    return QUEUE_IMMEDIATELY
-                if not info.pending_plugins:
-                    return QUEUE_AFTER_BACKOFF
-                strategy = QUEUE_AFTER_BACKOFF
+                    hint = QUEUE
+            if hint == QUEUE_SKIP:
+                continue
+            if function.plugin_name in info.pending_plugins:
+                return QUEUE_IMMEDIATELY
+            if not info.pending_plugins:
+                return QUEUE_AFTER_BACKOFF
+            strategy = QUEUE_AFTER_BACKOFF
         return strategy
+
+    def _hint_functions(self, profile: str, event: ClusterEvent) -> tuple[QueueingHintFunction, ...] | None:
+        """The hint functions of the registrations ``event`` matches in the profile's map, in the map's
+        order (``None``: no map for the profile). The maps are fixed once built, so the matching is kept
+        per (profile, event)."""
+        key = (profile, event)
+        if key in self._matched_functions:
+            return self._matched_functions[key]
+        hint_map = self.queueing_hint_map.get(profile)
+        found = (
+            None
+            if hint_map is None
+            else tuple(
+                function
+                for registered, functions in hint_map.items()
+                if ev.match(registered, event, self.version)
+                for function in functions
+            )
+        )
+        self._matched_functions[key] = found
+        return found
+
+    def _plugins_by_hint(
+        self,
+        profile: str,
+        event: ClusterEvent,
+        matched: dict[str, tuple[QueueingHintFunction, ...] | None],
+    ) -> tuple[frozenset[str], frozenset[str]] | None:
+        """For a profile without PreEnqueue plugins, the plugins ``event`` matches a registration of
+        without a hint function (always Queue) and those with one; ``None`` where the one-step move does
+        not apply (PreEnqueue plugins, or no hint map: the general path answers)."""
+        if self.pre_enqueue_plugins.get(profile):
+            return None
+        if profile not in matched:
+            matched[profile] = self._hint_functions(profile, event)
+        functions = matched[profile]
+        if functions is None:
+            return None
+        always = frozenset(f.plugin_name for f in functions if f.fn is queue_always)
+        hinted = frozenset(f.plugin_name for f in functions if f.fn is not queue_always)
+        return always, hinted
 
     def _is_event_of_interest(self, event: ClusterEvent) -> bool:
         if event.is_wildcard:
             return True
-        return any(
-            ev.match(registered, event, self.version)
-            for hint_map in self.queueing_hint_map.values()
-            for registered in hint_map
-        )
+        interesting = self._of_interest.get(event)
+        if interesting is None:
+            interesting = self._of_interest[event] = any(
+                ev.match(registered, event, self.version)
+                for hint_map in self.queueing_hint_map.values()
+                for registered in hint_map
+            )
+        return interesting
 
     def flush_backoff_q_completed(self) -> None:
         """``flushBackoffQCompleted`` (every second): pods whose backoff completed go to activeQ."""
@@ -630,18 +724,52 @@ class PriorityQueue:
         if not self._is_event_of_interest(event):
             return
         activated = False
+        label = event.label(self.version)
+        matched: dict[str, tuple[QueueingHintFunction, ...] | None] = {}
+        # The common case taken in one step (below): 1.33+ with SchedulerPopFromBackoffQ and QueueingHints,
+        # a pod no PreEnqueue plugin can gate, rejected by plugins whose matching registrations have no
+        # hint function (the answer then depends only on which plugins rejected it).
+        direct = (
+            self._split
+            and self.pop_from_backoff_q_enabled
+            and self.queueing_hints_enabled
+            and not event.is_wildcard
+        )
+        window = self.backoff_q.align_to_window(self._now()) if direct else 0
+        plugin_sets: dict[str, tuple[frozenset[str], frozenset[str]] | None] = {}
         for info in infos:
-            if info.gated:
+            if info.gating_plugin or info.gated_flag:  # info.gated
                 if self._gating_plugin:
                     if not ev.match_any(event, info.gating_plugin_events, self.version):
                         continue
                 elif "SchedulingGates" in info.unschedulable_plugins:
                     continue
-            strategy = self._is_pod_worth_requeuing(info, event, old, new)
+            elif direct and not info.pending_plugins and info.unschedulable_plugins:
+                profile = scheduler_name(info.pod)
+                if profile not in plugin_sets:
+                    plugin_sets[profile] = self._plugins_by_hint(profile, event, matched)
+                sets = plugin_sets[profile]
+                if sets is not None:
+                    always, hinted = sets
+                    rejectors = info.unschedulable_plugins
+                    if hinted.isdisjoint(rejectors):
+                        if always.isdisjoint(rejectors):
+                            continue  # QueueSkip
+                        if not self.backoff_q.backoff_time(info) < window:
+                            # queueAfterBackoff while backing off: moveToBackoffQ, PreEnqueue passing
+                            self.unschedulable_pods.delete(info.pod)
+                            if self._gating_plugin:
+                                info.gating_plugin = ""
+                            else:
+                                info.gated_flag = False
+                            self.backoff_q.add(info, label)
+                            activated = True
+                            continue
+            strategy = self._is_pod_worth_requeuing(info, event, old, new, matched)
             if strategy == QUEUE_SKIP_STRATEGY:
                 continue
             self.unschedulable_pods.delete(info.pod, info.gated)
-            queue = self._requeue_with_strategy(info, strategy, event.label(self.version))
+            queue = self._requeue_with_strategy(info, strategy, label)
             if self._wakes(queue):
                 activated = True
         self.move_request_cycle = self.active_q.sched_cycle
