@@ -133,7 +133,7 @@ class ActiveQueue:
         return self.get(pod) is not None
 
     def has_key(self, key: str) -> bool:
-        return self.queue.get_by_key(key) is not None
+        return self.queue.has_key(key)
 
     def delete(self, info: QueuedPodInfo) -> bool:
         return self.queue.delete(info)

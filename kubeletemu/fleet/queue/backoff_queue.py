@@ -148,8 +148,9 @@ class BackoffQueue:
             if self._to_error_queue(info)
             else (self.pod_backoff_q, self.pod_error_backoff_q)
         )
-        target.add_or_update(info)
-        if not other.delete(info) and event is not None and self.on_move is not None:
+        key = pod_key(info.pod)
+        target.add_or_update(info, key)
+        if not other.delete(info, key) and event is not None and self.on_move is not None:
             self.on_move("backoff", event, info.pod)
 
     def update(self, new_pod: Pod, old: Pod) -> QueuedPodInfo | None:
@@ -175,10 +176,7 @@ class BackoffQueue:
         return self.get(pod) is not None
 
     def has_key(self, key: str) -> bool:
-        return (
-            self.pod_backoff_q.get_by_key(key) is not None
-            or self.pod_error_backoff_q.get_by_key(key) is not None
-        )
+        return self.pod_backoff_q.has_key(key) or self.pod_error_backoff_q.has_key(key)
 
     def pop_backoff(self) -> QueuedPodInfo | None:
         """``popBackoff``: podBackoffQ's head, backoff completed or not (never podErrorBackoffQ)."""

@@ -53,8 +53,13 @@ class Heap(Generic[T]):
     def peek(self) -> T | None:
         return self._items[self._queue[0]] if self._queue else None
 
-    def add_or_update(self, item: T) -> None:
-        key = self._key(item)
+    def has_key(self, key: str) -> bool:
+        return key in self._items
+
+    def add_or_update(self, item: T, key: str | None = None) -> None:
+        """``key``: the item's key when the caller has it already."""
+        if key is None:
+            key = self._key(item)
         if key in self._items:
             self._items[key] = item
             i = self._index[key]
@@ -67,11 +72,14 @@ class Heap(Generic[T]):
             self._queue.append(key)
             if self._sort_key is not None:
                 self._order.append(self._sort_key(item))
-            self._up(len(self._queue) - 1)
+                self._up_sorted(len(self._queue) - 1)
+            else:
+                self._up(len(self._queue) - 1)
 
-    def delete(self, item: T) -> bool:
+    def delete(self, item: T, key: str | None = None) -> bool:
         """Remove the item with ``item``'s key; False when there is none (upstream: an error)."""
-        key = self._key(item)
+        if key is None:
+            key = self._key(item)
         if key not in self._items:
             return False
         self._remove(self._index[key])

@@ -217,7 +217,7 @@ class PriorityQueue:
     # ---- time ----
 
     def _now(self) -> int:
-        return to_ns(self._clock())
+        return round(self._clock() * NS_PER_S)  # to_ns, inline: read several times an attempt
 
     def _broadcast(self) -> None:
         if self.on_activated is not None:
@@ -444,7 +444,7 @@ class PriorityQueue:
         entry = self.active_q.in_flight_pods.get(pod.uid)
         if entry is not None and entry.next is None and (info.unschedulable_plugins or info.pending_plugins):
             # Nothing arrived since the pod was popped: QueueSkip, to unschedulablePods (as below).
-            self.unschedulable_pods.add_or_update(info, info.gated, ev.SCHEDULE_ATTEMPT_FAILURE)
+            self.unschedulable_pods.add_or_update(info, info.gated, ev.SCHEDULE_ATTEMPT_FAILURE, key)
             return
         strategy = self._hint_for_in_flight_pod(info)
         queue = self._requeue_with_strategy(info, strategy, ev.SCHEDULE_ATTEMPT_FAILURE)
