@@ -130,7 +130,7 @@ class ActiveQueue:
         return self.queue.get_by_key(pod_key(pod))
 
     def has(self, pod: Pod) -> bool:
-        return self.get(pod) is not None
+        return self.has_key(pod_key(pod))
 
     def has_key(self, key: str) -> bool:
         return self.queue.has_key(key)

@@ -173,7 +173,7 @@ class BackoffQueue:
         return found if found is not None else self.pod_error_backoff_q.get_by_key(key)
 
     def has(self, pod: Pod) -> bool:
-        return self.get(pod) is not None
+        return self.has_key(pod_key(pod))
 
     def has_key(self, key: str) -> bool:
         return self.pod_backoff_q.has_key(key) or self.pod_error_backoff_q.has_key(key)

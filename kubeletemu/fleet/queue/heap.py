@@ -72,9 +72,7 @@ class Heap(Generic[T]):
             self._queue.append(key)
             if self._sort_key is not None:
                 self._order.append(self._sort_key(item))
-                self._up_sorted(len(self._queue) - 1)
-            else:
-                self._up(len(self._queue) - 1)
+            self._up(len(self._queue) - 1)
 
     def delete(self, item: T, key: str | None = None) -> bool:
         """Remove the item with ``item``'s key; False when there is none (upstream: an error)."""
@@ -86,24 +84,12 @@ class Heap(Generic[T]):
         return True
 
     def pop(self) -> T | None:
-        queue = self._queue
-        if not queue:
+        if not self._queue:
             return None
-        n = len(queue) - 1
-        if self._sort_key is None:
-            self._swap(0, n)
-            self._down(0, n)
-            return self._pop_last()
-        # Swap(0, n), down(0, n), Pop(), inline on the kept keys.
-        order = self._order
-        queue[0], queue[n] = queue[n], queue[0]
-        order[0], order[n] = order[n], order[0]
-        self._index[queue[0]] = 0
-        self._down_sorted(0, n)
-        key = queue.pop()
-        order.pop()
-        del self._index[key]
-        return self._items.pop(key)
+        n = len(self._queue) - 1
+        self._swap(0, n)
+        self._down(0, n)
+        return self._pop_last()
 
     # container/heap
 
@@ -127,8 +113,6 @@ class Heap(Generic[T]):
             self._up(i)
 
     def _less_at(self, i: int, j: int) -> bool:
-        if self._sort_key is not None:
-            return bool(self._order[i] < self._order[j])
         return self._less(self._items[self._queue[i]], self._items[self._queue[j]])
 
     def _swap(self, i: int, j: int) -> None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from kubeletemu.pod import Pod
+from kubeletemu.scheduler.framework import memo
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 
@@ -82,10 +83,7 @@ def pod_key(pod: Pod) -> str:
     """The queues' key (``cache.NewObjectName(namespace, name)``): ``namespace/name``, or ``name``. Kept
     on the (frozen) pod outside its fields, as its QoS class is: the queues ask for it several times an
     attempt."""
-    key: str | None = pod.__dict__.get("_queue_key")
-    if key is None:
-        key = pod.__dict__["_queue_key"] = f"{pod.namespace}/{pod.name}" if pod.namespace else pod.name
-    return key
+    return memo(pod, "_queue_key", lambda: f"{pod.namespace}/{pod.name}" if pod.namespace else pod.name)
 
 
 def is_pod_updated(old: Pod, new: Pod) -> bool:

@@ -217,7 +217,7 @@ class PriorityQueue:
     # ---- time ----
 
     def _now(self) -> int:
-        return round(self._clock() * NS_PER_S)  # to_ns, inline: read several times an attempt
+        return to_ns(self._clock())
 
     def _broadcast(self) -> None:
         if self.on_activated is not None:
@@ -441,11 +441,6 @@ class PriorityQueue:
         if not self.queueing_hints_enabled:
             self._add_unschedulable_without_hints(info, pod_scheduling_cycle)
             return
-        entry = self.active_q.in_flight_pods.get(pod.uid)
-        if entry is not None and entry.next is None and (info.unschedulable_plugins or info.pending_plugins):
-            # Nothing arrived since the pod was popped: QueueSkip, to unschedulablePods (as below).
-            self.unschedulable_pods.add_or_update(info, info.gated, ev.SCHEDULE_ATTEMPT_FAILURE, key)
-            return
         strategy = self._hint_for_in_flight_pod(info)
         queue = self._requeue_with_strategy(info, strategy, ev.SCHEDULE_ATTEMPT_FAILURE)
         if self._wakes(queue):
@@ -494,7 +489,7 @@ class PriorityQueue:
         Pending plugin requeues at once, from an Unschedulable one after backoff; a hint error is Queue.
         ``matched``: the hint functions ``event`` matches by profile, kept by a caller asking for many
         pods."""
-        rejectors = info.unschedulable_plugins | info.pending_plugins
+        rejectors = info.rejector_plugins()
         if not rejectors:
             return QUEUE_AFTER_BACKOFF
         if event.is_wildcard:
@@ -514,13 +509,10 @@ class PriorityQueue:
         for function in functions:
             if function.plugin_name not in rejectors:
                 continue
-            if function.fn is queue_always:
+            try:
+                hint = function.fn(info.pod, old, new)
+            except QueueingHintError:
                 hint = QUEUE
-            else:
-                try:
-                    hint = function.fn(info.pod, old, new)
-                except QueueingHintError:
-                    hint = QUEUE
             if hint == QUEUE_SKIP:
                 continue
             if function.plugin_name in info.pending_plugins:
@@ -738,7 +730,7 @@ class PriorityQueue:
         window = self.backoff_q.align_to_window(self._now()) if direct else 0
         plugin_sets: dict[str, tuple[frozenset[str], frozenset[str]] | None] = {}
         for info in infos:
-            if info.gating_plugin or info.gated_flag:  # info.gated
+            if info.gated:
                 if self._gating_plugin:
                     if not ev.match_any(event, info.gating_plugin_events, self.version):
                         continue
@@ -756,13 +748,9 @@ class PriorityQueue:
                         if always.isdisjoint(rejectors):
                             continue  # QueueSkip
                         if not self.backoff_q.backoff_time(info) < window:
-                            # queueAfterBackoff while backing off: moveToBackoffQ, PreEnqueue passing
-                            self.unschedulable_pods.delete(info.pod)
-                            if self._gating_plugin:
-                                info.gating_plugin = ""
-                            else:
-                                info.gated_flag = False
-                            self.backoff_q.add(info, label)
+                            # queueAfterBackoff while backing off: moveToBackoffQ (no PreEnqueue plugin
+                            # can gate the pod, so it goes to backoffQ and wakes Pop)
+                            self._move_to_backoff_q(info, label)
                             activated = True
                             continue
             strategy = self._is_pod_worth_requeuing(info, event, old, new, matched)
