@@ -60,8 +60,9 @@ from kubeletemu.fleet.kubelet import (
     holds_exclusive,
     is_terminated,
 )
+from kubeletemu.fleet.queue import QueuedPodInfo
 from kubeletemu.fleet.runlog import RunLog
-from kubeletemu.fleet.scheduler_queue import SchedulerQueue
+from kubeletemu.fleet.scheduler_queue import KeptFailures, SchedulerQueue
 from kubeletemu.fleet.scheduling import CachedTopology, ExactScheduler, Scheduler, with_cache_source
 from kubeletemu.fleet.spec import EXACT_NUMA, EXACT_SETUPS, ConfigurationSpec, group_config
 from kubeletemu.fleet.workload import Arrival, PodRecord, arrivals, stable_seed
@@ -429,12 +430,33 @@ class FleetRun:
 
     def _scheduler(self) -> Any:
         while True:
-            record = self.queue.pop()
+            record = self.queue.pop(self._kept_failures())
             if record is None:
                 self.wake = self.env.event()
                 yield self.wake
                 continue
             self._schedule_one(record)
+
+    def _kept_failures(self) -> KeptFailures | None:
+        """Attempts answered by kept failed cycles (:meth:`_schedule_one` with nothing to bind), for the
+        queue to fail at once: the plugins that rejected the pod. Attempts take no simulated time and
+        write nothing, so no event comes between a pod's pop and its failure, and the scheduler's state
+        stays as it is while the queue pops."""
+        answer = self.scheduler.kept_failures(self.infos, self._state())
+        if answer is None:
+            return None
+        counters, records = self.counters, self.queue.records
+
+        def failed(info: QueuedPodInfo) -> tuple[frozenset[str], frozenset[str]] | None:
+            outcome = answer(info.pod)
+            if outcome is None:
+                return None
+            counters.scheduling_attempts += 1
+            records[info.pod.uid].attempts += 1
+            counters.plugin_crashes += outcome.crashes
+            return outcome.unschedulable_plugins, outcome.pending_plugins
+
+        return failed
 
     def _schedule_one(self, record: PodRecord) -> None:
         self.counters.scheduling_attempts += 1

@@ -36,6 +36,9 @@ from kubeletemu.fleet.workload import PodRecord
 from kubeletemu.pod import Pod
 from kubeletemu.scheduler.objects import NodeResourceTopology
 
+# The plugins that rejected the pod's attempt (unschedulable, pending), None when it needs a cycle.
+KeptFailures = Callable[[QueuedPodInfo], tuple[frozenset[str], frozenset[str]] | None]
+
 
 def registering_plugins(names: Iterable[str], version: str) -> list[str]:
     """The plugins among ``names`` whose registered events the queue knows."""
@@ -91,8 +94,10 @@ class SchedulerQueue:
 
     # ---- ScheduleOne ----------------------------------------------------------------------------------
 
-    def pop(self) -> PodRecord | None:
-        info = self.queue.pop()
+    def pop(self, kept: KeptFailures | None = None) -> PodRecord | None:
+        """``kept``: answers a pod's attempt as a failure without a cycle (the engine's kept cycles), so
+        the queue fails it at once and pops the next (:meth:`PriorityQueue.pop`)."""
+        info = self.queue.pop(kept)
         if info is None:
             return None
         self.infos[info.pod.uid] = info

@@ -18,6 +18,9 @@ _NUMBERS: dict[Hashable, int] = {}
 def pod_shape(pod: Pod) -> int:
     """The shape's number (computed once per pod object): pods have the same number exactly when every
     field but :data:`IDENTITY` is equal — a field added to :class:`~kubeletemu.pod.Pod` later counts too."""
+    number: int | None = pod.__dict__.get("cycle_shape")  # memo's store, read without building its lambda
+    if number is not None:
+        return number
     return memo(pod, "cycle_shape", lambda: _number(_freeze_fields(pod, IDENTITY)))
 
 

@@ -3,6 +3,7 @@ shipped code predicts, reproducibility to the byte, and results independent of t
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -168,6 +169,27 @@ def test_the_kept_cache_answers_equal_asking_the_cache_every_time(fleet_dir: Pat
         assert isinstance(asked_run.cache, OverReserve)
         told = kept_run.cache.nodes_maybe_overreserved
         assert told == asked_run.cache.nodes_maybe_overreserved and told
+
+
+class OneByOne(FleetRun):
+    """The engine popping and failing each pod on its own, kept cycles answered inside ``schedule``."""
+
+    def _kept_failures(self) -> None:
+        return None
+
+
+@pytest.mark.parametrize("version", ["1.32", "1.35", "1.36"])
+def test_kept_failures_at_once_equal_one_by_one(fleet_dir: Path, version: str) -> None:
+    config = next(
+        c for c in load_fleet(fleet_dir / "fleet.yaml").configurations()
+        if c.cache == "overreserve" and c.exporter is not None and c.exporter.period_s == 20
+    )  # fmt: skip
+    config = dataclasses.replace(config, scheduler_version=version)
+    at_once_run, one_by_one_run = FleetRun(config), OneByOne(config)
+    at_once, one_by_one = at_once_run.run(), one_by_one_run.run()
+    assert json.dumps(at_once) == json.dumps(one_by_one)
+    assert at_once_run.scheduler.cycles_kept == one_by_one_run.scheduler.cycles_kept
+    assert at_once_run.scheduler.cycles_kept > at_once["scheduling_attempts"] // 2
 
 
 def test_progress_is_reported_at_most_every_percent(fleet_dir: Path) -> None:

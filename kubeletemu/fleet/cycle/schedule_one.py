@@ -84,6 +84,7 @@ PURE_MODELS: tuple[type, ...] = (NodeResourcesFit, NodeResourcesBalancedAllocati
 _MEMO = "cycle_answers"
 _WEIGHTED_ROWS_KEPT = 4096
 _PASSED = NodeStatus("Success", (), "")
+_NODE_STATUS = "_cycle_node_status"
 # How a Filter plugin's answers are kept (compared by identity).
 _ASK, _PURE, _VERSIONED = "ask", "pure", "versioned"
 
@@ -229,6 +230,10 @@ class Scheduler:
         """``schedulePod`` for ``pod`` over ``nodes``; ``now`` (simulated seconds) lets 1.35+ batch
         (:mod:`.batch`; None: no batching); ``state`` lets a cycle that found no node be kept (see the
         module's note; None: never kept)."""
+        answer = self.kept_failures(nodes, state)
+        kept_outcome = answer(pod) if answer is not None else None
+        if kept_outcome is not None:
+            return kept_outcome
         self._cycle += 1
         count = len(nodes)
         if count == 0:
@@ -236,12 +241,6 @@ class Scheduler:
         shape = pod_shape(pod)
         if state is None or not self._keeps_cycles:
             return self._schedule(pod, shape, nodes, now)
-        kept = self._kept_cycles.get(shape)
-        if kept is not None and kept.state == state:
-            for model, recorded in kept.effects:
-                model.replay_side_effects(pod, recorded)
-            self.cycles_kept += 1
-            return kept.outcome
         for model in self._effects:
             model.record_side_effects()
         outcome = self._schedule(pod, shape, nodes, now)
@@ -252,6 +251,28 @@ class Scheduler:
         else:
             self._kept_cycles.pop(shape, None)
         return outcome
+
+    def kept_failures(
+        self, nodes: Sequence[NodeInfo], state: Hashable | None
+    ) -> Callable[[Pod], CycleOutcome | None] | None:
+        """What :meth:`schedule` answers from kept cycles (failures) while ``nodes`` and ``state`` stay as
+        they are: for a pod, the kept outcome, its cycle counted and side effects replayed, or None when
+        a cycle must run. None when no cycle is answered so."""
+        if state is None or not self._keeps_cycles or not nodes:
+            return None
+        kept_cycles = self._kept_cycles
+
+        def answer(pod: Pod) -> CycleOutcome | None:
+            kept = kept_cycles.get(pod_shape(pod))
+            if kept is None or kept.state != state:
+                return None
+            self._cycle += 1
+            for model, recorded in kept.effects:
+                model.replay_side_effects(pod, recorded)
+            self.cycles_kept += 1
+            return kept.outcome
+
+        return answer
 
     def _schedule(
         self, pod: Pod, shape: Hashable, nodes: Sequence[NodeInfo], now: float | None
@@ -383,7 +404,7 @@ class Scheduler:
             except PluginPanic as panic:
                 return NodeStatus(UNSCHEDULABLE, (f"panic: {panic.crash}",), model.name), 1
             if status.code != SUCCESS:
-                return NodeStatus(status.code, status.reasons, model.name), 0
+                return _node_status(status, model.name), 0
         return _PASSED, 0
 
     # ---- prioritizeNodes ------------------------------------------------------------------------------
@@ -509,6 +530,16 @@ def _weighted(plugins: Sequence[tuple[Any, int]], row: list[int]) -> tuple[int, 
             )
         weighted.append((model.name, score * weight))
     return sum(w for _, w in weighted), tuple(weighted)
+
+
+def _node_status(status: Status, plugin: str) -> NodeStatus:
+    """``status`` with its plugin attached, kept on the (frozen) Status as memo keeps values: a kept answer
+    is the same Status object at every cycle."""
+    store = status.__dict__
+    node_status: NodeStatus | None = store.get(_NODE_STATUS)
+    if node_status is None or node_status.plugin != plugin:
+        node_status = store[_NODE_STATUS] = NodeStatus(status.code, status.reasons, plugin)
+    return node_status
 
 
 def _answers(node: NodeInfo) -> dict[Hashable, Any]:

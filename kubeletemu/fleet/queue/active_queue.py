@@ -148,33 +148,45 @@ class ActiveQueue:
         """``pop``: activeQ's head, else (``SchedulerPopFromBackoffQ``) podBackoffQ's; ``None`` when
         upstream would block. The pod goes in flight."""
         while True:
-            info = self.queue.pop()
+            info = self.take()
             if info is None:
-                if self.backoff_popper is None:
-                    return None  # upstream blocks (or, closed, returns nil)
-                info = self.backoff_popper.pop_backoff()
-                if info is None:
-                    return None
-                if self.on_move is not None:
-                    self.on_move("active", POP_FROM_BACKOFF_Q, info.pod)
+                return None
             try:
                 self.move_pod_to_in_flight(info)
             except InFlightPodError:
                 continue  # discarded, as upstream does; try the next pod
             return info
 
+    def take(self) -> QueuedPodInfo | None:
+        """The pod ``pop`` pops next, taken out of its heap but not yet in flight."""
+        info = self.queue.pop()
+        if info is None and self.backoff_popper is not None:
+            info = self.backoff_popper.pop_backoff()
+            if info is not None and self.on_move is not None:
+                self.on_move("active", POP_FROM_BACKOFF_Q, info.pod)
+        return info
+
     def move_pod_to_in_flight(self, info: QueuedPodInfo) -> None:
-        """What popping does to a pod: one more attempt, in flight (with QueueingHints), the scheduling
-        cycle counted; up to 1.35 its rejecting plugins are forgotten here, in 1.33 its cached expiry."""
-        info.attempts += 1
-        if self._reset_expiration_at_pop:
-            info.backoff_expiration = ZERO_TIME
+        """What popping does to a pod: in flight (with QueueingHints) and :meth:`count_attempt`. A pod
+        already in flight has its attempt counted (upstream counts before it looks) and is refused."""
         if self.queueing_hints:
             if info.pod.uid in self.in_flight_pods:
+                info.attempts += 1
+                if self._reset_expiration_at_pop:
+                    info.backoff_expiration = ZERO_TIME
                 raise InFlightPodError(
                     f"the same pod is tracked in multiple places in the scheduler: {info.pod.name}"
                 )
             self.in_flight_pods[info.pod.uid] = self.in_flight_events.push_back(info.pod)
+        self.count_attempt(info)
+
+    def count_attempt(self, info: QueuedPodInfo) -> None:
+        """Popping's count: one more attempt, the scheduling cycle counted; up to 1.35 the pod's rejecting
+        plugins are forgotten here, in 1.33 its cached expiry. Alone (without the in-flight list) for an
+        attempt no event can overlap, where the list would record nothing and be undone at ``done``."""
+        info.attempts += 1
+        if self._reset_expiration_at_pop:
+            info.backoff_expiration = ZERO_TIME
         self.sched_cycle += 1
         if self._clear_at_pop:
             info.unschedulable_plugins.clear()

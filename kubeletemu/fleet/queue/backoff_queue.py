@@ -140,15 +140,16 @@ class BackoffQueue:
     def _to_error_queue(self, info: QueuedPodInfo) -> bool:
         return self.split and not info.unschedulable_plugins and not info.pending_plugins
 
-    def add(self, info: QueuedPodInfo, event: str | None = None) -> None:
+    def add(self, info: QueuedPodInfo, event: str | None = None, key: str | None = None) -> None:
         """``add``: into podErrorBackoffQ when no plugin rejected the pod (1.33+), else podBackoffQ; the
-        pod leaves the other heap (upstream reports that as an error, and counts no move)."""
-        target, other = (
-            (self.pod_error_backoff_q, self.pod_backoff_q)
-            if self._to_error_queue(info)
-            else (self.pod_backoff_q, self.pod_error_backoff_q)
-        )
-        key = pod_key(info.pod)
+        pod leaves the other heap (upstream reports that as an error, and counts no move). ``key``: the
+        pod's, when the caller has it."""
+        if self._to_error_queue(info):
+            target, other = self.pod_error_backoff_q, self.pod_backoff_q
+        else:
+            target, other = self.pod_backoff_q, self.pod_error_backoff_q
+        if key is None:
+            key = pod_key(info.pod)
         target.add_or_update(info, key)
         if not other.delete(info, key) and event is not None and self.on_move is not None:
             self.on_move("backoff", event, info.pod)

@@ -72,7 +72,9 @@ class Heap(Generic[T]):
             self._queue.append(key)
             if self._sort_key is not None:
                 self._order.append(self._sort_key(item))
-            self._up(len(self._queue) - 1)
+                self._up_sorted(len(self._queue) - 1)
+            else:
+                self._up(len(self._queue) - 1)
 
     def delete(self, item: T, key: str | None = None) -> bool:
         """Remove the item with ``item``'s key; False when there is none (upstream: an error)."""
@@ -84,12 +86,24 @@ class Heap(Generic[T]):
         return True
 
     def pop(self) -> T | None:
-        if not self._queue:
+        queue = self._queue
+        if not queue:
             return None
-        n = len(self._queue) - 1
-        self._swap(0, n)
-        self._down(0, n)
-        return self._pop_last()
+        n = len(queue) - 1
+        if self._sort_key is None:
+            self._swap(0, n)
+            self._down(0, n)
+            return self._pop_last()
+        # Go's Pop (swap the root with the last, sift it down over the first n, remove the last) with the
+        # last item held aside until its place is found.
+        key, sort_key = queue.pop(), self._order.pop()
+        if not n:
+            del self._index[key]
+            return self._items.pop(key)
+        top = queue[0]
+        self._sift_down(0, n, key, sort_key)
+        del self._index[top]
+        return self._items.pop(top)
 
     # container/heap
 
@@ -153,7 +167,7 @@ class Heap(Generic[T]):
             i = j
         return i > i0
 
-    # The same two sifts on the kept sort keys, the comparisons inline (the swap is the common _swap).
+    # The sifts on the kept sort keys, the comparisons inline.
 
     def _up_sorted(self, j: int) -> None:
         order = self._order
@@ -165,7 +179,12 @@ class Heap(Generic[T]):
             j = i
 
     def _down_sorted(self, i0: int, n: int) -> bool:
-        order = self._order
+        return self._sift_down(i0, n, self._queue[i0], self._order[i0]) > i0
+
+    def _sift_down(self, i0: int, n: int, key: str, sort_key: Any) -> int:
+        """Go's ``down`` from ``i0`` for the item ``key``: each smaller child moves up into the item's place
+        until none is smaller (the swaps of ``down``, the item written once at the end); its index."""
+        queue, order, index = self._queue, self._order, self._index
         i = i0
         while True:
             j = 2 * i + 1
@@ -173,8 +192,12 @@ class Heap(Generic[T]):
                 break
             if j + 1 < n and order[j + 1] < order[j]:
                 j += 1
-            if not order[j] < order[i]:
+            if not order[j] < sort_key:
                 break
-            self._swap(i, j)
+            queue[i] = queue[j]
+            order[i] = order[j]
+            index[queue[i]] = i
             i = j
-        return i > i0
+        queue[i], order[i] = key, sort_key
+        index[key] = i
+        return i

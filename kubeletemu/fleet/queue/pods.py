@@ -83,6 +83,9 @@ def pod_key(pod: Pod) -> str:
     """The queues' key (``cache.NewObjectName(namespace, name)``): ``namespace/name``, or ``name``. Kept
     on the (frozen) pod outside its fields, as its QoS class is: the queues ask for it several times an
     attempt."""
+    key: str | None = pod.__dict__.get("_queue_key")  # memo's store, read without building its lambda
+    if key is not None:
+        return key
     return memo(pod, "_queue_key", lambda: f"{pod.namespace}/{pod.name}" if pod.namespace else pod.name)
 
 

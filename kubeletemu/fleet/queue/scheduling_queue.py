@@ -78,6 +78,8 @@ QUEUE_AFTER_BACKOFF = "queueAfterBackoff"
 QUEUE_IMMEDIATELY = "queueImmediately"
 
 LessFn = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
+# A failed attempt's rejecting plugins (unschedulable, pending), or None: the pod needs a cycle.
+AttemptAnswer = Callable[[QueuedPodInfo], tuple[Iterable[str], Iterable[str]] | None]
 PreEnqueueCheck = Callable[[Pod], bool]
 
 
@@ -89,7 +91,8 @@ def priority_sort(a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
 
 def priority_sort_key(info: QueuedPodInfo) -> tuple[int, int]:
     """:func:`priority_sort` as a value: ``priority_sort(a, b) == key(a) < key(b)``."""
-    return -priority(info.pod), info.timestamp
+    value = info.pod.priority  # priority(), inline: a heap computes this key at every add
+    return -(value if value is not None else 0), info.timestamp
 
 
 # The QueueSort less functions the heaps may compare as values (see heap.Heap's sort_key).
@@ -228,7 +231,7 @@ class PriorityQueue:
     def _run_pre_enqueue_plugins(self, info: QueuedPodInfo) -> None:
         """``runPreEnqueuePlugins``: the first plugin that refuses gates the pod and is added to its
         unschedulable plugins (1.34+: and remembered with its events, and asked first next time)."""
-        plugins = self.pre_enqueue_plugins.get(scheduler_name(info.pod), ())
+        plugins = self.pre_enqueue_plugins and self.pre_enqueue_plugins.get(scheduler_name(info.pod), ())
         if not plugins:  # what the loops below come to with no plugin
             if self._gating_plugin:
                 info.gating_plugin = ""
@@ -308,8 +311,9 @@ class PriorityQueue:
                 if self._gated_entry_step != 1 or self.unschedulable_pods.get(info.pod) is None:
                     self.unschedulable_pods.add_or_update(info, gated_before, event)
                 return False
-        self.unschedulable_pods.delete(info.pod, gated_before)
-        self.backoff_q.add(info, event)
+        key = pod_key(info.pod)
+        self.unschedulable_pods.delete(info.pod, gated_before, key)
+        self.backoff_q.add(info, event, key)
         return True
 
     def _requeue_with_strategy(self, info: QueuedPodInfo, strategy: str, event: str) -> str:
@@ -370,9 +374,51 @@ class PriorityQueue:
     def scheduling_cycle(self) -> int:
         return self.active_q.sched_cycle
 
-    def pop(self) -> QueuedPodInfo | None:
-        """``Pop``: the next pod to schedule, now in flight; ``None`` when upstream would block."""
-        return self.active_q.pop()
+    def pop(self, answered: AttemptAnswer | None = None) -> QueuedPodInfo | None:
+        """``Pop``: the next pod to schedule, now in flight; ``None`` when upstream would block.
+
+        ``answered`` (QueueingHints on) is offered each popped pod while nothing else is in flight. A pod
+        it answers, with the plugins that rejected it, had its attempt fail at this instant, with no
+        cluster event in between (the caller's promise): its ``handleSchedulingFailure`` and ``Done``
+        are done at once and the next pod is popped. Its in-flight entry would have recorded no event
+        and been removed at ``Done``, so none is made. The first pod ``answered`` returns ``None`` for
+        is returned, in flight."""
+        active_q = self.active_q
+        if answered is None or not self.queueing_hints_enabled:
+            return active_q.pop()
+        now: int | None = None  # the clock stands still within a call
+        while not active_q.in_flight_pods:
+            info = active_q.take()
+            if info is None:
+                return None
+            rejected = answered(info)
+            if rejected is None:
+                active_q.move_pod_to_in_flight(info)  # nothing in flight: it cannot be already
+                return info
+            if now is None:
+                now = self._now()
+            self._fail_at_once(info, rejected, now)
+        return active_q.pop()
+
+    def _fail_at_once(
+        self, info: QueuedPodInfo, rejected: tuple[Iterable[str], Iterable[str]], now: int
+    ) -> None:
+        """Pop's count, ``handleSchedulingFailure`` and ``Done`` for a pod just taken from its heap whose
+        attempt failed with no event in between. With a rejecting plugin that is
+        :meth:`_add_unschedulable` with no event received: no queue holds the pod (it was just taken),
+        the strategy is QueueSkip, and it goes to unschedulablePods."""
+        self.active_q.count_attempt(info)
+        self._record_failure(info, *rejected)
+        if not info.unschedulable_plugins and not info.pending_plugins:
+            self._add_unschedulable(info, self.scheduling_cycle, ())  # an error: after backoff
+            return
+        info.timestamp = now
+        if self._backoff_counts:
+            info.unschedulable_count += 1
+            info.consecutive_errors_count = 0
+            info.backoff_expiration = ZERO_TIME
+            info.was_flushed_from_unschedulable = False
+        self.unschedulable_pods.add_or_update(info, info.gated, ev.SCHEDULE_ATTEMPT_FAILURE)
 
     def can_pop(self) -> bool:
         return self.active_q.can_pop()
@@ -406,11 +452,16 @@ class PriorityQueue:
         """What ``handleSchedulingFailure`` does with the queue for a pod still pending in the informer:
         record the plugins that rejected it (none: an error) and put it back at the current cycle. From
         1.36 the previous attempt's plugins are cleared here (before, Pop cleared them)."""
+        self._record_failure(info, unschedulable_plugins, pending_plugins)
+        self.add_unschedulable_if_not_present(info, self.scheduling_cycle)
+
+    def _record_failure(
+        self, info: QueuedPodInfo, unschedulable_plugins: Iterable[str], pending_plugins: Iterable[str]
+    ) -> None:
         if self._clear_at_failure:
             info.clear_rejector_plugins()
         info.unschedulable_plugins = set(unschedulable_plugins)
         info.pending_plugins = set(pending_plugins)
-        self.add_unschedulable_if_not_present(info, self.scheduling_cycle)
 
     def add_unschedulable_if_not_present(self, info: QueuedPodInfo, pod_scheduling_cycle: int) -> None:
         """``AddUnschedulableIfNotPresent``: a pod back from a failed attempt. Raises
@@ -420,7 +471,11 @@ class PriorityQueue:
         finally:
             self.done(info.pod.uid)
 
-    def _add_unschedulable(self, info: QueuedPodInfo, pod_scheduling_cycle: int) -> None:
+    def _add_unschedulable(
+        self, info: QueuedPodInfo, pod_scheduling_cycle: int, received: Sequence[InFlightEvent] | None = None
+    ) -> None:
+        """``received``: the events received while the pod was in flight, when the caller knows them
+        (None: the in-flight list's)."""
         pod = info.pod
         key = pod_key(pod)
         if key in self.unschedulable_pods.pod_info_map:
@@ -441,7 +496,7 @@ class PriorityQueue:
         if not self.queueing_hints_enabled:
             self._add_unschedulable_without_hints(info, pod_scheduling_cycle)
             return
-        strategy = self._hint_for_in_flight_pod(info)
+        strategy = self._hint_for_in_flight_pod(info, received)
         queue = self._requeue_with_strategy(info, strategy, ev.SCHEDULE_ATTEMPT_FAILURE)
         if self._wakes(queue):
             self._broadcast()
@@ -459,13 +514,14 @@ class PriorityQueue:
         else:
             self.unschedulable_pods.add_or_update(info, False, ev.SCHEDULE_ATTEMPT_FAILURE)
 
-    def _hint_for_in_flight_pod(self, info: QueuedPodInfo) -> str:
+    def _hint_for_in_flight_pod(self, info: QueuedPodInfo, received: Sequence[InFlightEvent] | None) -> str:
         """``determineSchedulingHintForInFlightPod``."""
         if not info.unschedulable_plugins and not info.pending_plugins:
             return QUEUE_AFTER_BACKOFF
-        received = self.active_q.cluster_events_for_pod(info)
         if received is None:
-            return QUEUE_AFTER_BACKOFF
+            received = self.active_q.cluster_events_for_pod(info)
+            if received is None:
+                return QUEUE_AFTER_BACKOFF
         strategy = QUEUE_SKIP_STRATEGY
         for record in received:
             found = self._is_pod_worth_requeuing(info, record.event, record.old, record.new)
@@ -748,9 +804,12 @@ class PriorityQueue:
                         if always.isdisjoint(rejectors):
                             continue  # QueueSkip
                         if not self.backoff_q.backoff_time(info) < window:
-                            # queueAfterBackoff while backing off: moveToBackoffQ (no PreEnqueue plugin
-                            # can gate the pod, so it goes to backoffQ and wakes Pop)
-                            self._move_to_backoff_q(info, label)
+                            # queueAfterBackoff while backing off: moveToBackoffQ. The profile has no
+                            # PreEnqueue plugin, so its PreEnqueue step leaves the ungated pod as it is:
+                            # the pod goes to backoffQ and wakes Pop.
+                            key = pod_key(info.pod)
+                            self.unschedulable_pods.delete(info.pod, False, key)
+                            self.backoff_q.add(info, label, key)
                             activated = True
                             continue
             strategy = self._is_pod_worth_requeuing(info, event, old, new, matched)

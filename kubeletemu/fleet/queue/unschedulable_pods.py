@@ -41,8 +41,8 @@ class UnschedulablePods:
             self.on_move("unschedulable", event, info.pod)
         self.pod_info_map[key] = info
 
-    def delete(self, pod: Pod, gated: bool = False) -> None:
-        self.pod_info_map.pop(pod_key(pod), None)
+    def delete(self, pod: Pod, gated: bool = False, key: str | None = None) -> None:
+        self.pod_info_map.pop(pod_key(pod) if key is None else key, None)
 
     def get(self, pod: Pod) -> QueuedPodInfo | None:
         return self.pod_info_map.get(pod_key(pod))

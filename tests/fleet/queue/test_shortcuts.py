@@ -5,6 +5,7 @@ order as the less functions do (ties included, as Go's heap breaks them), and th
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 import pytest
 
@@ -114,8 +115,22 @@ def state(queue: PriorityQueue) -> tuple[object, ...]:
     )
 
 
-def drive(queue: PriorityQueue, clock: Clock, seed: int) -> list[object]:
-    """Pods added, popped and rejected by random plugins, node events moving them, time passing and the
+def fail_one(queue: PriorityQueue, rng: random.Random) -> None:
+    """A pod popped and rejected by random plugins."""
+    info = queue.pop()
+    if info is not None:
+        rejectors = {p for p in PLUGINS if rng.random() < 0.5}
+        queue.handle_scheduling_failure(info, rejectors)
+
+
+def drive(
+    queue: PriorityQueue,
+    clock: Clock,
+    seed: int,
+    attempt: Callable[[PriorityQueue, random.Random], None] = fail_one,
+    observe: Callable[[PriorityQueue], object] = state,
+) -> list[object]:
+    """Pods added, popped and rejected (``attempt``), node events moving them, time passing and the
     flushes running; the queue's whole state after each step."""
     rng = random.Random(seed)
     log: list[object] = []
@@ -124,22 +139,28 @@ def drive(queue: PriorityQueue, clock: Clock, seed: int) -> list[object]:
     for _ in range(400):
         roll = rng.random()
         if roll < 0.45:
-            info = queue.pop()
-            if info is not None:
-                rejectors = {p for p in PLUGINS if rng.random() < 0.5}
-                queue.handle_scheduling_failure(info, rejectors)
-        elif roll < 0.65:
-            queue.move_all_to_active_or_backoff_queue(ev.EVENT_NODE_ADD)
-        elif roll < 0.75:
-            queue.move_all_to_active_or_backoff_queue(ev.ClusterEvent(ev.NODE, ev.UPDATE_NODE_ALLOCATABLE))
-        elif roll < 0.9:
-            clock.t += rng.choice((0.1, 0.5, 1.0, 3.0))
-            queue.flush_backoff_q_completed()
+            attempt(queue, rng)
         else:
-            clock.t += 40.0
-            queue.flush_unschedulable_pods_leftover()
-        log.append(state(queue))
+            between_attempts(queue, clock, rng, roll)
+        log.append(observe(queue))
     return log
+
+
+def between_attempts(queue: PriorityQueue, clock: Clock, rng: random.Random, roll: float) -> None:
+    """For ``roll`` in [0.45, 1): node events, time passing with the backoffQ flush, a new pod, or the
+    leftover flush."""
+    if roll < 0.65:
+        queue.move_all_to_active_or_backoff_queue(ev.EVENT_NODE_ADD)
+    elif roll < 0.75:
+        queue.move_all_to_active_or_backoff_queue(ev.ClusterEvent(ev.NODE, ev.UPDATE_NODE_ALLOCATABLE))
+    elif roll < 0.88:
+        clock.t += rng.choice((0.1, 0.5, 1.0, 3.0))
+        queue.flush_backoff_q_completed()
+    elif roll < 0.95:
+        queue.add(pod(f"late{rng.randrange(1000)}", rng.randrange(2)))
+    else:
+        clock.t += 40.0
+        queue.flush_unschedulable_pods_leftover()
 
 
 @pytest.mark.parametrize("version", SUPPORTED)
@@ -152,3 +173,70 @@ def test_one_step_moves_equal_the_general_path(version: str, seed: int) -> None:
     assert fast_log == general_log
     # The scenario moved pods into backoffQ by node events (the one-step path) and left some unschedulable.
     assert any(entry[1] for entry in fast_log) and any(entry[2] for entry in fast_log)  # type: ignore[index]
+
+
+def drive_pops(queue: PriorityQueue, clock: Clock, seed: int, fused: bool) -> list[object]:
+    """``drive`` with the scheduler's side of the engine: each attempt either fails the popped pods at once
+    through ``pop(answered)`` (``fused``) or pops and fails them one by one; the same pods get the same
+    answers in the same order (a pod answered None is scheduled: it leaves the queue). The moves counted,
+    and the state with the pods' failure counts after each step."""
+    answers = random.Random(seed + 100)
+    moves: list[tuple[str, str, str]] = []
+    queue.unschedulable_pods.on_move = queue.active_q.on_move = queue.backoff_q.on_move = (
+        lambda where, event, p: moves.append((where, event, p.name))
+    )
+
+    def answered(info: QueuedPodInfo) -> tuple[set[str], set[str]] | None:
+        roll = answers.random()
+        if roll < 0.1:
+            return None  # a cycle runs: this pod binds
+        if roll < 0.15:
+            return set(), set()  # an error: no plugin rejected it
+        return {p for p in PLUGINS if answers.random() < 0.6} or {"always"}, set()
+
+    def attempt(queue: PriorityQueue, rng: random.Random) -> None:
+        if fused:
+            info = queue.pop(answered)
+        else:
+            while (info := queue.pop()) is not None:
+                rejected = answered(info)
+                if rejected is None:
+                    break
+                queue.handle_scheduling_failure(info, *rejected)
+        if info is not None:
+            queue.done(info.pod.uid)
+
+    def observe(queue: PriorityQueue) -> object:
+        counts = [
+            (i.pod.name, i.unschedulable_count, i.consecutive_errors_count, i.was_flushed_from_unschedulable)
+            for where in (queue.active_q, queue.backoff_q, queue.unschedulable_pods)
+            for i in where
+        ]
+        return state(queue), counts
+
+    return [*drive(queue, clock, seed, attempt, observe), moves]
+
+
+@pytest.mark.parametrize("version", SUPPORTED)
+@pytest.mark.parametrize("seed", range(3))
+def test_pop_failing_at_once_equals_popping_and_failing_one_by_one(version: str, seed: int) -> None:
+    clocks = Clock(), Clock()
+    fused = drive_pops(PriorityQueue(clocks[0], version=version, hints=HINTS), clocks[0], seed, True)
+    one_by_one = drive_pops(PriorityQueue(clocks[1], version=version, hints=HINTS), clocks[1], seed, False)
+    assert fused == one_by_one
+    moves = fused[-1]
+    assert isinstance(moves, list)
+    # Pods were failed into unschedulablePods and (errors) backoffQ, and popped from backoffQ (1.33+).
+    events = {event for _, event, _ in moves}
+    assert ev.SCHEDULE_ATTEMPT_FAILURE in events
+    assert {where for where, event, _ in moves if event == ev.SCHEDULE_ATTEMPT_FAILURE} >= {"unschedulable"}
+
+
+def test_pop_without_queueing_hints_takes_the_general_path() -> None:
+    """With QueueingHints off (1.32/1.33's gate) ``answered`` is not asked: the pod is returned in flight."""
+    gates = {"SchedulerQueueingHints": False}
+    queue = PriorityQueue(Clock(), version="1.33", hints=HINTS, feature_gates=gates)
+    queue.add(pod("a"))
+    asked: list[str] = []
+    info = queue.pop(lambda i: asked.append(i.pod.name) or ({"always"}, set()))  # type: ignore[func-returns-value]
+    assert info is not None and info.pod.name == "a" and asked == []
