@@ -785,6 +785,7 @@ class PriorityQueue:
         )
         window = self.backoff_q.align_to_window(self._now()) if direct else 0
         plugin_sets: dict[str, tuple[frozenset[str], frozenset[str]] | None] = {}
+        backoff_time, to_backoff_q = self.backoff_q.backoff_time, self.backoff_q.add
         for info in infos:
             if info.gated:
                 if self._gating_plugin:
@@ -803,13 +804,13 @@ class PriorityQueue:
                     if hinted.isdisjoint(rejectors):
                         if always.isdisjoint(rejectors):
                             continue  # QueueSkip
-                        if not self.backoff_q.backoff_time(info) < window:
+                        if not backoff_time(info) < window:
                             # queueAfterBackoff while backing off: moveToBackoffQ. The profile has no
                             # PreEnqueue plugin, so its PreEnqueue step leaves the ungated pod as it is:
                             # the pod goes to backoffQ and wakes Pop.
                             key = pod_key(info.pod)
                             self.unschedulable_pods.delete(info.pod, False, key)
-                            self.backoff_q.add(info, label, key)
+                            to_backoff_q(info, label, key)
                             activated = True
                             continue
             strategy = self._is_pod_worth_requeuing(info, event, old, new, matched)
