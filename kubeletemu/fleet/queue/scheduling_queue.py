@@ -412,12 +412,7 @@ class PriorityQueue:
         if not info.unschedulable_plugins and not info.pending_plugins:
             self._add_unschedulable(info, self.scheduling_cycle, ())  # an error: after backoff
             return
-        info.timestamp = now
-        if self._backoff_counts:
-            info.unschedulable_count += 1
-            info.consecutive_errors_count = 0
-            info.backoff_expiration = ZERO_TIME
-            info.was_flushed_from_unschedulable = False
+        self._count_failure(info, now)
         self.unschedulable_pods.add_or_update(info, info.gated, ev.SCHEDULE_ATTEMPT_FAILURE)
 
     def can_pop(self) -> bool:
@@ -484,7 +479,19 @@ class PriorityQueue:
             raise AlreadyQueuedError(f"Pod {_kobj(pod)} is already present in the active queue")
         if self.backoff_q.has_key(key):
             raise AlreadyQueuedError(f"Pod {_kobj(pod)} is already present in the backoff queue")
-        info.timestamp = self._now()
+        self._count_failure(info, self._now())
+        if not self.queueing_hints_enabled:
+            self._add_unschedulable_without_hints(info, pod_scheduling_cycle)
+            return
+        strategy = self._hint_for_in_flight_pod(info, received)
+        queue = self._requeue_with_strategy(info, strategy, ev.SCHEDULE_ATTEMPT_FAILURE)
+        if self._wakes(queue):
+            self._broadcast()
+
+    def _count_failure(self, info: QueuedPodInfo, now: int) -> None:
+        """What ``AddUnschedulableIfNotPresent`` records of a failed attempt: its time and (1.34+) the
+        failure counts, the cached expiry dropped."""
+        info.timestamp = now
         if self._backoff_counts:
             if not info.unschedulable_plugins and not info.pending_plugins:
                 info.consecutive_errors_count += 1
@@ -493,13 +500,6 @@ class PriorityQueue:
                 info.consecutive_errors_count = 0
             info.backoff_expiration = ZERO_TIME
             info.was_flushed_from_unschedulable = False
-        if not self.queueing_hints_enabled:
-            self._add_unschedulable_without_hints(info, pod_scheduling_cycle)
-            return
-        strategy = self._hint_for_in_flight_pod(info, received)
-        queue = self._requeue_with_strategy(info, strategy, ev.SCHEDULE_ATTEMPT_FAILURE)
-        if self._wakes(queue):
-            self._broadcast()
 
     def _add_unschedulable_without_hints(self, info: QueuedPodInfo, pod_scheduling_cycle: int) -> None:
         """``addUnschedulableWithoutQueueingHint``: to backoffQ if a move request came during the pod's
