@@ -6,8 +6,10 @@ Every command is run once per round, in turn, so that a machine whose load chang
 all of them alike; each figure is the median over the rounds, and its ratio is to ``python -c pass`` (the
 same interpreter, the same site-packages) measured in the same run. Target: ``kubeletemu --version`` and
 ``kubeletemu list`` (against a daemon this script starts with ``serve --sample``) within 3×. ``list`` cannot
-start faster than ``import grpc`` plus the generated stubs: that floor is measured too, as are grpcurl's
-``-version`` (a Go binary) and the system's ``python3 -c pass`` for reference.
+start faster than ``import grpc`` plus the generated stubs: that floor is measured too, and below it the
+message classes alone (the protobuf runtime, which any client decoding the answers with the protobuf
+library pays, over whatever HTTP/2 client), as are grpcurl's ``-version`` (a Go binary) and the system's
+``python3 -c pass`` for reference.
 """
 
 from __future__ import annotations
@@ -85,6 +87,7 @@ def main() -> None:
     kubeletemu = kubeletemu_command()
     python = sys.executable
     stubs = "import kubeletemu._proto.kubeletemu.v1.admission_pb2_grpc"
+    messages = "import kubeletemu._proto.kubeletemu.v1.admission_pb2"
     with tempfile.TemporaryDirectory(prefix="kbench-", dir="/tmp") as tmp:
         workdir = Path(tmp)
         socket = str(workdir / "k.sock")
@@ -105,6 +108,9 @@ def main() -> None:
             ),
             "python -c 'import grpc'": ([python, "-c", "import grpc"], 0),
             "python -c 'import grpc + stubs' (list's floor)": ([python, "-c", stubs], 0),
+            # Without grpcio: the protobuf runtime and the message classes alone, what any client decoding
+            # the answers with the protobuf library pays, whatever carries the bytes.
+            "python -c 'import message stubs' (protobuf's floor)": ([python, "-c", messages], 0),
         }
         system_python = shutil.which("python3", path="/usr/bin:/bin")
         if system_python:

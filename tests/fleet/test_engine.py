@@ -12,6 +12,7 @@ import pytest
 
 from kubeletemu.fleet.engine import FleetRun, run_configuration
 from kubeletemu.fleet.spec import load_fleet, parse_fleet
+from kubeletemu.pod import Pod
 from kubeletemu.scheduler.nrtcache.overreserve import OverReserve
 from tests.fleet.conftest import EXAMPLE, SMALL
 from tests.hostprobe.hostprobe_capture_support import sysfs_fixtures_dir
@@ -169,6 +170,54 @@ def test_the_kept_cache_answers_equal_asking_the_cache_every_time(fleet_dir: Pat
         assert isinstance(asked_run.cache, OverReserve)
         told = kept_run.cache.nodes_maybe_overreserved
         assert told == asked_run.cache.nodes_maybe_overreserved and told
+
+
+@pytest.mark.parametrize(
+    ("cache", "version"), [("overreserve", "1.35"), ("overreserve", "1.32"), ("passthrough", "1.36")]
+)
+def test_kept_node_answers_equal_checking_every_node(fleet_dir: Path, cache: str, version: str) -> None:
+    """A cycle taking the nodes unchanged since its shape's last cycle from that cycle's answers gives what
+    checking every node gives: the same results, and the reserve cache told NodeMaybeOverReserved of the
+    same nodes, as often and first in the same order (the order its resyncs go in)."""
+    config = next(
+        c for c in load_fleet(fleet_dir / "fleet.yaml").configurations()
+        if c.cache == cache and c.exporter is not None and c.exporter.period_s == 20
+    )  # fmt: skip
+    config = dataclasses.replace(config, scheduler_version=version)
+    kept_run, checked_run = FleetRun(config), FleetRun(config)
+    checked_run.scheduler._reuses_nodes = False
+    kept_marks, checked_marks = _marks_told(kept_run), _marks_told(checked_run)
+    kept, checked = kept_run.run(), checked_run.run()
+    assert json.dumps(kept) == json.dumps(checked)
+    assert checked_run.scheduler.nodes_answered_kept == 0
+    # Most nodes of a real cycle are the same as at the shape's last one.
+    real_cycles = kept["scheduling_attempts"] - kept_run.scheduler.cycles_kept
+    assert kept_run.scheduler.nodes_answered_kept > real_cycles * kept["nodes"] // 2
+    # Every NodeMaybeOverReserved, in the order given (a whole kept cycle's replay is one call).
+    assert kept_marks == checked_marks
+    assert (cache == "overreserve") == bool(kept_marks)
+
+
+def _marks_told(run: FleetRun) -> list[tuple[str, ...]]:
+    """The names the run's reserve cache is told NodeMaybeOverReserved of, call by call (the cache's own
+    methods, logged on the way in)."""
+    told: list[tuple[str, ...]] = []
+    cache = run.cache
+    if not isinstance(cache, OverReserve):
+        return told
+    one, many = cache.node_maybe_over_reserved, cache.nodes_maybe_over_reserved
+
+    def node_maybe_over_reserved(node_name: str, pod: Pod) -> None:
+        told.append((node_name,))
+        one(node_name, pod)
+
+    def nodes_maybe_over_reserved(node_names: tuple[str, ...], pod: Pod) -> None:
+        told.append(node_names)
+        many(node_names, pod)
+
+    cache.node_maybe_over_reserved = node_maybe_over_reserved  # type: ignore[method-assign]
+    cache.nodes_maybe_over_reserved = nodes_maybe_over_reserved  # type: ignore[method-assign]
+    return told
 
 
 class OneByOne(FleetRun):

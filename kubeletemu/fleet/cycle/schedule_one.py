@@ -40,12 +40,15 @@ node was counted, so ``nextStartNodeIndex`` did not move; a model's side effects
 cache's ``NodeMaybeOverReserved``) are recorded the first time and replayed on the node names recorded.
 Only profiles whose every Filter is a kept resource plugin or records its side effects
 (:class:`SideEffects`), and that do not batch, keep cycles.
+Once the state has moved on, a cycle still takes each node whose NodeInfo object and versions are those of
+the shape's last answer on it from that answer (:mod:`.kept_nodes`), side effects given in the order the
+nodes are checked, and checks only the others.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Protocol, cast, runtime_checkable
@@ -59,6 +62,7 @@ from kubeletemu.fleet.cycle.diagnosis import (
     NodeStatus,
     fit_error_message,
 )
+from kubeletemu.fleet.cycle.kept_nodes import KeptRun, NodeEffects, ShapeAnswers, rotate
 from kubeletemu.fleet.cycle.select import (
     HIGHEST_SCORED_NODES_TO_REPORT,
     NodeScore,
@@ -99,6 +103,11 @@ class SideEffects(Protocol):
     def recorded_side_effects(self) -> tuple[str, ...]: ...
 
     def replay_side_effects(self, pod: Pod, recorded: tuple[str, ...]) -> None: ...
+
+    def effects_again(self, pod: Pod, node_names: Sequence[str]) -> None:
+        """The effects of kept rejections of ``node_names``, in order, as each node's own evaluation has
+        them (recorded too while recording)."""
+        ...
 
 
 @runtime_checkable
@@ -209,7 +218,19 @@ class Scheduler:
             and all(id(m) in self._pure or isinstance(m, SideEffects) for m in self.profile.filters)
         )
         self._kept_cycles: dict[Hashable, _KeptCycle] = {}
+        self._node_answers: dict[Hashable, ShapeAnswers] = {}
+        self._run: KeptRun | None = None  # the running cycle's walk over them, its fresh answers kept after
+        # Each node's last answer per pod shape serves the shape's next cycles while the node is unchanged
+        # when every Filter's answer is kept (pure or versioned) and at most one Filter has side effects,
+        # which then name the node rejected (NodeMaybeOverReserved).
+        self._node_versions = tuple(fn for _, _, kind, fn in self._filter_plan if fn is not None)
+        self._reuses_nodes = (
+            self._keeps_cycles
+            and all(kind is not _ASK for _, _, kind, _ in self._filter_plan)
+            and len(self._effects) <= 1
+        )
         self.cycles_kept = 0  # cycles answered from a kept one
+        self.nodes_answered_kept = 0  # nodes a cycle answered from the shape's kept node answers
         self._weighted_rows: dict[tuple[int, ...], tuple[int, tuple[tuple[str, int], ...]]] = {}
         self._kept_scores = all(
             (id(m) in self._pure or id(m) in self._versioned) and getattr(m, "normalize_scores", None) is None
@@ -241,16 +262,28 @@ class Scheduler:
         shape = pod_shape(pod)
         if state is None or not self._keeps_cycles:
             return self._schedule(pod, shape, nodes, now)
+        answers = self._shape_answers(shape, count) if self._reuses_nodes else None
         for model in self._effects:
             model.record_side_effects()
-        outcome = self._schedule(pod, shape, nodes, now)
+        outcome = self._schedule(pod, shape, nodes, now, answers)
         effects = tuple((model, model.recorded_side_effects()) for model in self._effects)
+        run, self._run = self._run, None
+        if run is not None:
+            self.nodes_answered_kept += run.answered
+            if not run.keep(effects[0][1] if effects else None):
+                del self._node_answers[shape]
         if outcome.chosen is None and outcome.error is None and outcome.feasible_nodes == 0:
             assert outcome.evaluated_nodes == count  # every node rejected: the start index did not move
             self._kept_cycles[shape] = _KeptCycle(state, outcome, effects)
         else:
             self._kept_cycles.pop(shape, None)
         return outcome
+
+    def _shape_answers(self, shape: Hashable, count: int) -> ShapeAnswers:
+        answers = self._node_answers.get(shape)
+        if answers is None or len(answers) != count:
+            answers = self._node_answers[shape] = ShapeAnswers(count)
+        return answers
 
     def kept_failures(
         self, nodes: Sequence[NodeInfo], state: Hashable | None
@@ -275,7 +308,12 @@ class Scheduler:
         return answer
 
     def _schedule(
-        self, pod: Pod, shape: Hashable, nodes: Sequence[NodeInfo], now: float | None
+        self,
+        pod: Pod,
+        shape: Hashable,
+        nodes: Sequence[NodeInfo],
+        now: float | None,
+        answers: ShapeAnswers | None = None,
     ) -> CycleOutcome:
         count = len(nodes)
         diagnosis = Diagnosis()
@@ -296,7 +334,7 @@ class Scheduler:
                 return CycleOutcome(hint, crashed, evaluated_nodes=1, feasible_nodes=1)
             if status.rejected:
                 diagnosis.add(hint.name, status)
-        feasible, crashes, error = self._find_nodes_that_pass_filters(pod, shape, nodes, diagnosis)
+        feasible, crashes, error = self._find_nodes_that_pass_filters(pod, shape, nodes, diagnosis, answers)
         statuses = MappingProxyType(diagnosis.node_to_status)
         evaluated = len(feasible) + len(statuses)
         common: dict[str, Any] = {
@@ -341,7 +379,12 @@ class Scheduler:
     # ---- findNodesThatPassFilters ---------------------------------------------------------------------
 
     def _find_nodes_that_pass_filters(
-        self, pod: Pod, shape: Hashable, nodes: Sequence[NodeInfo], diagnosis: Diagnosis
+        self,
+        pod: Pod,
+        shape: Hashable,
+        nodes: Sequence[NodeInfo],
+        diagnosis: Diagnosis,
+        answers: ShapeAnswers | None = None,
     ) -> tuple[list[NodeInfo], int, str | None]:
         count = len(nodes)
         to_find = (
@@ -356,9 +399,23 @@ class Scheduler:
         if not self.profile.filters:
             feasible = [nodes[(start + i) % count] for i in range(to_find)]
         else:
-            for offset in range(count):
-                node = nodes[(start + offset) % count]
+            rotated = rotate(nodes, start)  # position p: the node checked p-th
+            run = None
+            fresh: Iterable[int] = range(count)
+            if answers is not None:
+                versions_of = self._bulk_versions if self._node_versions else None
+                run = self._run = KeptRun(answers, pod, rotated, start, _PASSED, versions_of)
+                fresh = run.positions_to_check()
+            effects = cast(NodeEffects, self._effects[0]) if self._effects else None
+            done = 0  # the positions before this one are answered
+            for position in fresh:
+                if run is not None and run.answer(done, position, diagnosis, feasible, to_find, effects):
+                    break
+                done = position + 1
+                node = rotated[position]
                 status, crashed = self._run_filter_plugins(pod, shape, node)
+                if run is not None:
+                    run.checked(position, status, crashed)
                 crashes += crashed
                 if status is _PASSED:
                     if len(feasible) == to_find:
@@ -369,9 +426,21 @@ class Scheduler:
                 else:
                     error = f"running {_quote(status.plugin)} filter plugin: {status.message}"
                     break
+            else:
+                if run is not None:
+                    run.answer(done, count, diagnosis, feasible, to_find, effects)
         processed = len(feasible) + len(diagnosis.node_to_status)
         self.next_start_node_index = (start + processed) % count
         return feasible, crashes, error
+
+    def _bulk_versions(self, nodes: Sequence[NodeInfo]) -> list[Hashable | None]:
+        """The versioned Filter plugins' versions for each node, a tuple per node; None for a node one of
+        them keeps nothing for (asked every time), which no kept answer matches."""
+        fns = self._node_versions
+        if len(fns) == 1:
+            return [None if v is None else (v,) for v in map(fns[0], nodes)]
+        columns = [list(map(fn, nodes)) for fn in fns]
+        return [None if None in row else row for row in zip(*columns, strict=True)]
 
     def _run_filter_plugins(self, pod: Pod, shape: Hashable, node: NodeInfo) -> tuple[NodeStatus, int]:
         """``RunFilterPlugins``: the first plugin not answering Success decides, its name attached."""

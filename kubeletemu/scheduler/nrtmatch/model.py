@@ -18,7 +18,7 @@ function of those — ``NodeMaybeOverReserved`` on a failing Filter — still ru
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from typing import Protocol, runtime_checkable
 
 from kubeletemu.pod import Pod, QOSClass
@@ -129,6 +129,16 @@ class NodeResourceTopologyMatch:
     def recorded_side_effects(self) -> tuple[str, ...]:
         recorded, self._recorded = tuple(self._recorded or ()), None
         return recorded
+
+    def effects_again(self, pod: Pod, node_names: Sequence[str]) -> None:
+        """Kept rejections of ``node_names`` given once more, in order: what :meth:`rejected_again` does
+        for each (none of them is a stale NRT's, which has no effect)."""
+        if self._listener is None:
+            return
+        for node_name in node_names:
+            self._listener.node_maybe_overreserved(node_name, pod)
+        if self._recorded is not None:
+            self._recorded.extend(node_names)
 
     def replay_side_effects(self, pod: Pod, recorded: tuple[str, ...]) -> None:
         if self._replay_listener is not None:
