@@ -51,6 +51,7 @@ from kubeletemu.fleet.clock import SimClock
 from kubeletemu.fleet.controllers import PodGC, ReplicaSetController, Slot
 from kubeletemu.fleet.controllers.podgc import GC_CHECK_PERIOD_S
 from kubeletemu.fleet.exporters import Exporter, make_exporter
+from kubeletemu.fleet.gc_tuning import fewer_collections
 from kubeletemu.fleet.kubelet import (
     FAILED,
     PENDING,
@@ -600,7 +601,8 @@ class FleetRun:
         self._start_replica_sets()
         env.process(self._arrivals())
         env.process(self._deadline())
-        env.run(until=self.stop)
+        with fewer_collections():
+            env.run(until=self.stop)
         if self.progress is not None:
             self.progress(len(self.arrivals), len(self.arrivals))
         return self.result()
