@@ -446,14 +446,13 @@ class FleetRun:
         answer = self.scheduler.kept_failures(self.infos, self._state())
         if answer is None:
             return None
-        counters, records = self.counters, self.queue.records
+        counters = self.counters
 
         def failed(info: QueuedPodInfo) -> tuple[frozenset[str], frozenset[str]] | None:
             outcome = answer(info.pod)
             if outcome is None:
                 return None
             counters.scheduling_attempts += 1
-            records[info.pod.uid].attempts += 1
             counters.plugin_crashes += outcome.crashes
             return outcome.unschedulable_plugins, outcome.pending_plugins
 
@@ -461,7 +460,6 @@ class FleetRun:
 
     def _schedule_one(self, record: PodRecord) -> None:
         self.counters.scheduling_attempts += 1
-        record.attempts += 1
         outcome = self.scheduler.schedule(record.pod, self.infos, now=self.clock.now(), state=self._state())
         self.counters.plugin_crashes += outcome.crashes
         chosen = outcome.chosen

@@ -6,7 +6,7 @@ itself, re-exported from :mod:`kubeletemu.fleet.cycle` (kube-scheduler's ``sched
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 
 from kubeletemu.fleet.cycle import (
     EXACT,
@@ -76,9 +76,25 @@ class CachedTopology:
         """What :meth:`topology` answers for ``node`` changes only when this does (None: asked every time)."""
         return (self._epoch, self._versions.get(node.name, 0)) if self.memo else None
 
+    def versions(self, nodes: Sequence[NodeInfo]) -> list[Hashable | None]:
+        """:meth:`version` of each node, in one pass."""
+        if not self.memo:
+            return [None] * len(nodes)
+        epoch, get = self._epoch, self._versions.get
+        return [(epoch, get(node.name, 0)) for node in nodes]
+
     def node_maybe_overreserved(self, node_name: str, pod: Pod) -> None:
         # Marks the node dirty; lookups do not depend on the mark, so the kept answer stays valid.
         self.cache.node_maybe_over_reserved(node_name, pod)
+
+    def each_node_maybe_overreserved(self, node_names: Sequence[str], pod: Pod) -> None:
+        """:meth:`node_maybe_overreserved` for each name in turn."""
+        each = getattr(self.cache, "each_node_maybe_over_reserved", None)
+        if each is not None:
+            each(node_names, pod)
+            return
+        for node_name in node_names:
+            self.cache.node_maybe_over_reserved(node_name, pod)
 
     def nodes_maybe_overreserved(self, node_names: tuple[str, ...], pod: Pod) -> None:
         # The marks of a replayed cycle, in order: the same tuple each replay (overreserve counts repeats).

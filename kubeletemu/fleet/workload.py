@@ -58,12 +58,12 @@ def arrivals(workload: WorkloadSpec, seed: int) -> list[Arrival]:
 @dataclass(eq=False)
 class PodRecord:
     """One pod object: its slot, the API object as last written (``pod``: phase and node), when it was
-    created (``creation_second``: the API's timestamp, to the second) and its scheduling attempts."""
+    created (``creation_second``: the API's timestamp, to the second). Its scheduling attempts are the
+    queue's (``QueuedPodInfo.attempts``) and the run's count."""
 
     pod: Pod
     slot: Slot
     created: float
-    attempts: int = 0
     bound_at: float | None = None
     node: int | None = None
     admitted: bool = False

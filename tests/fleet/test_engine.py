@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -200,22 +201,32 @@ def test_kept_node_answers_equal_checking_every_node(fleet_dir: Path, cache: str
 
 def _marks_told(run: FleetRun) -> list[tuple[str, ...]]:
     """The names the run's reserve cache is told NodeMaybeOverReserved of, call by call (the cache's own
-    methods, logged on the way in)."""
+    methods, logged on the way in; a kept cycle's replay as one call, names given in turn one each)."""
     told: list[tuple[str, ...]] = []
     cache = run.cache
     if not isinstance(cache, OverReserve):
         return told
-    one, many = cache.node_maybe_over_reserved, cache.nodes_maybe_over_reserved
+    one, each, many = (
+        cache.node_maybe_over_reserved,
+        cache.each_node_maybe_over_reserved,
+        cache.nodes_maybe_over_reserved,
+    )
 
     def node_maybe_over_reserved(node_name: str, pod: Pod) -> None:
         told.append((node_name,))
         one(node_name, pod)
+
+    def each_node_maybe_over_reserved(node_names: Iterable[str], pod: Pod) -> None:
+        node_names = list(node_names)
+        told.extend((name,) for name in node_names)  # as one call per name
+        each(node_names, pod)
 
     def nodes_maybe_over_reserved(node_names: tuple[str, ...], pod: Pod) -> None:
         told.append(node_names)
         many(node_names, pod)
 
     cache.node_maybe_over_reserved = node_maybe_over_reserved  # type: ignore[method-assign]
+    cache.each_node_maybe_over_reserved = each_node_maybe_over_reserved  # type: ignore[method-assign]
     cache.nodes_maybe_over_reserved = nodes_maybe_over_reserved  # type: ignore[method-assign]
     return told
 

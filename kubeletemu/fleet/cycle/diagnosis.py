@@ -5,6 +5,9 @@ identical in kube-scheduler 1.32 – 1.36)."""
 
 from __future__ import annotations
 
+import itertools
+import operator
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -16,6 +19,7 @@ REJECTED = frozenset({UNSCHEDULABLE, UNSCHEDULABLE_AND_UNRESOLVABLE, PENDING})
 # NoNodeAvailableMsg, and schedule_one.go's ErrNoNodesAvailable.
 NO_NODE_AVAILABLE = "0/{} nodes are available"
 ERR_NO_NODES_AVAILABLE = "no nodes available to schedule pods"
+_REASONS = operator.attrgetter("reasons")
 
 
 @dataclass(frozen=True)
@@ -59,10 +63,7 @@ def fit_error_message(num_all_nodes: int, statuses: Mapping[str, NodeStatus]) ->
     """``FitError.Error`` without PreFilter and PostFilter messages: ``0/N nodes are available:`` and the
     sorted histogram of the rejected nodes' reasons (the nodes never examined carry the absent-node
     status, which has no reason)."""
-    counts: dict[str, int] = {}
-    for status in statuses.values():
-        for reason in status.reasons:
-            counts[reason] = counts.get(reason, 0) + 1
+    counts = Counter(itertools.chain.from_iterable(map(_REASONS, statuses.values())))
     message = NO_NODE_AVAILABLE.format(num_all_nodes) + ":"
     histogram = sorted(f"{count} {reason}" for reason, count in counts.items())
     if histogram:

@@ -43,6 +43,7 @@ class ShapeAnswers:
 
     def __init__(self, count: int) -> None:
         self.infos: list[NodeInfo | None] = [None] * count
+        self.names: list[str] = [""] * count  # the infos' names (a node keeps its name and index)
         self.versions: list[Hashable | None] = [None] * count
         self.statuses: list[NodeStatus | None] = [None] * count
         self.marked: list[bool] = [False] * count
@@ -74,7 +75,8 @@ class KeptRun:
         self.rotated = rotated
         self.start = start
         self.passed = passed
-        self.names = [node.name for node in rotated]
+        # Names of the kept positions from the kept answers; a position checked afresh gets its own.
+        self.names = rotate(answers.names, start)
         self.statuses = rotate(answers.statuses, start)
         self.marked = rotate(answers.marked, start)
         self.versions = versions_of(rotated) if versions_of is not None else None
@@ -141,6 +143,7 @@ class KeptRun:
     def checked(self, position: int, status: NodeStatus, crashed: int) -> None:
         """Node ``position`` was checked afresh (its side effects, if any, already given)."""
         self.fresh[position] = (status, crashed)
+        self.names[position] = self.rotated[position].name
         self.end = position + 1
 
     def keep(self, recorded: tuple[str, ...] | None) -> bool:
@@ -161,6 +164,7 @@ class KeptRun:
                 answers.forget(index)  # a panic, an error: checked again each time
                 continue
             answers.infos[index] = self.rotated[position]
+            answers.names[index] = self.names[position]
             answers.versions[index] = version
             answers.statuses[index] = status
             answers.marked[index] = self.names[position] in marked_names

@@ -118,6 +118,8 @@ class VersionedAnswers(Protocol):
 
     def answer_version(self, node: NodeInfo) -> Hashable | None: ...
 
+    def answer_versions(self, nodes: Sequence[NodeInfo]) -> list[Hashable | None]: ...
+
     def rejected_again(self, pod: Pod, node: NodeInfo, status: Status) -> None: ...
 
 
@@ -223,7 +225,11 @@ class Scheduler:
         # Each node's last answer per pod shape serves the shape's next cycles while the node is unchanged
         # when every Filter's answer is kept (pure or versioned) and at most one Filter has side effects,
         # which then name the node rejected (NodeMaybeOverReserved).
-        self._node_versions = tuple(fn for _, _, kind, fn in self._filter_plan if fn is not None)
+        self._node_versions = tuple(
+            cast(VersionedAnswers, model).answer_versions
+            for model, _, kind, _ in self._filter_plan
+            if kind is _VERSIONED
+        )
         self._reuses_nodes = (
             self._keeps_cycles
             and all(kind is not _ASK for _, _, kind, _ in self._filter_plan)
@@ -434,12 +440,12 @@ class Scheduler:
         return feasible, crashes, error
 
     def _bulk_versions(self, nodes: Sequence[NodeInfo]) -> list[Hashable | None]:
-        """The versioned Filter plugins' versions for each node, a tuple per node; None for a node one of
-        them keeps nothing for (asked every time), which no kept answer matches."""
+        """The versioned Filter plugins' versions for each node (one plugin's own, or a tuple of several);
+        None for a node one of them keeps nothing for (asked every time), which no kept answer matches."""
         fns = self._node_versions
         if len(fns) == 1:
-            return [None if v is None else (v,) for v in map(fns[0], nodes)]
-        columns = [list(map(fn, nodes)) for fn in fns]
+            return fns[0](nodes)
+        columns = [fn(nodes) for fn in fns]
         return [None if None in row else row for row in zip(*columns, strict=True)]
 
     def _run_filter_plugins(self, pod: Pod, shape: Hashable, node: NodeInfo) -> tuple[NodeStatus, int]:

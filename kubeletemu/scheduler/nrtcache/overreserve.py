@@ -21,6 +21,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -155,6 +156,12 @@ class OverReserve(Cache):
         # Unlike Reserve, no check that the node has an NRT: any name can turn dirty.
         marks = self._maybe_overreserved
         marks[node_name] = marks.get(node_name, 0) + 1
+
+    def each_node_maybe_over_reserved(self, node_names: Iterable[str], pod: Pod) -> None:
+        """:meth:`node_maybe_over_reserved` for each name in turn (a cycle's kept rejections given again)."""
+        marks = self._maybe_overreserved
+        for name in node_names:
+            marks[name] = marks.get(name, 0) + 1
 
     def nodes_maybe_over_reserved(self, node_names: tuple[str, ...], pod: Pod) -> None:
         """``NodeMaybeOverReserved`` for each name in turn, as a replayed scheduling cycle calls it.

@@ -88,6 +88,12 @@ class NodeResourceTopologyMatch:
         # A source that can say when its answer for a node changes lets a caller keep this model's answers.
         version = getattr(source, "version", None) if keep_answers else None
         self._version: Callable[[NodeInfo], Hashable | None] | None = version
+        self._versions: Callable[[Sequence[NodeInfo]], list[Hashable | None]] | None = (
+            getattr(source, "versions", None) if version is not None else None
+        )
+        self._each_listener: Callable[[Sequence[str], Pod], None] | None = getattr(
+            self._listener, "each_node_maybe_overreserved", None
+        )
         self._recorded: list[str] | None = None  # nodes told NodeMaybeOverReserved, while recording
 
     def filter(self, pod: Pod, node: NodeInfo) -> Status:
@@ -116,6 +122,12 @@ class NodeResourceTopologyMatch:
         """The source's version of its answer for ``node`` (None: keep nothing)."""
         return self._version(node) if self._version is not None else None
 
+    def answer_versions(self, nodes: Sequence[NodeInfo]) -> list[Hashable | None]:
+        """:meth:`answer_version` of each node."""
+        if self._versions is not None:
+            return self._versions(nodes)
+        return [self.answer_version(node) for node in nodes]
+
     def rejected_again(self, pod: Pod, node: NodeInfo, status: Status) -> None:
         """A kept Filter rejection given once more: ``NodeMaybeOverReserved`` as the Filter would call it
         (not for a stale NRT, where Filter returns before asking)."""
@@ -135,8 +147,11 @@ class NodeResourceTopologyMatch:
         for each (none of them is a stale NRT's, which has no effect)."""
         if self._listener is None:
             return
-        for node_name in node_names:
-            self._listener.node_maybe_overreserved(node_name, pod)
+        if self._each_listener is not None:
+            self._each_listener(node_names, pod)
+        else:
+            for node_name in node_names:
+                self._listener.node_maybe_overreserved(node_name, pod)
         if self._recorded is not None:
             self._recorded.extend(node_names)
 
