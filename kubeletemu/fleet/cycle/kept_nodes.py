@@ -59,7 +59,8 @@ class KeptRun:
     """One cycle's walk over the nodes with a shape's kept answers (see the module docstring).
 
     ``rotated``: the nodes in the order checked; ``versions_of``: the versioned plugins' versions of each
-    node (a tuple each, None where one keeps nothing), or None for a profile without versioned plugins."""
+    node (one plugin's own version, a tuple for several; None where one keeps nothing), or None for a
+    profile without versioned plugins."""
 
     def __init__(
         self,
