@@ -89,12 +89,7 @@ class CachedTopology:
 
     def each_node_maybe_overreserved(self, node_names: Sequence[str], pod: Pod) -> None:
         """:meth:`node_maybe_overreserved` for each name in turn."""
-        each = getattr(self.cache, "each_node_maybe_over_reserved", None)
-        if each is not None:
-            each(node_names, pod)
-            return
-        for node_name in node_names:
-            self.cache.node_maybe_over_reserved(node_name, pod)
+        self.cache.each_node_maybe_over_reserved(node_names, pod)
 
     def nodes_maybe_overreserved(self, node_names: tuple[str, ...], pod: Pod) -> None:
         # The marks of a replayed cycle, in order: the same tuple each replay (overreserve counts repeats).

@@ -16,6 +16,7 @@ The plugin calls the cache at these points:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from kubeletemu.pod import Pod
@@ -64,10 +65,14 @@ class Cache(ABC):
         """``NodeMaybeOverReserved``: Filter rejected ``pod`` on the node (a no-op unless overreserve)."""
         return None
 
-    def nodes_maybe_over_reserved(self, node_names: tuple[str, ...], pod: Pod) -> None:
-        """``NodeMaybeOverReserved`` for each name in turn, as a replayed scheduling cycle calls it."""
+    def each_node_maybe_over_reserved(self, node_names: Iterable[str], pod: Pod) -> None:
+        """``NodeMaybeOverReserved`` for each name in turn (a cycle's kept rejections given again)."""
         for name in node_names:
             self.node_maybe_over_reserved(name, pod)
+
+    def nodes_maybe_over_reserved(self, node_names: tuple[str, ...], pod: Pod) -> None:
+        """``NodeMaybeOverReserved`` for each name in turn, as a replayed scheduling cycle calls it."""
+        self.each_node_maybe_over_reserved(node_names, pod)
 
     def node_has_foreign_pods(self, node_name: str, pod: Pod) -> None:
         """``NodeHasForeignPods`` (a no-op unless overreserve)."""

@@ -158,7 +158,7 @@ class OverReserve(Cache):
         marks[node_name] = marks.get(node_name, 0) + 1
 
     def each_node_maybe_over_reserved(self, node_names: Iterable[str], pod: Pod) -> None:
-        """:meth:`node_maybe_over_reserved` for each name in turn (a cycle's kept rejections given again)."""
+        # node_maybe_over_reserved for each name, inline: a cycle gives hundreds at once.
         marks = self._maybe_overreserved
         for name in node_names:
             marks[name] = marks.get(name, 0) + 1
@@ -172,8 +172,7 @@ class OverReserve(Cache):
         if repeated is not None and repeated[0] is node_names:
             repeated[1] += 1
             return
-        for name in node_names:
-            self.node_maybe_over_reserved(name, pod)
+        self.each_node_maybe_over_reserved(node_names, pod)
         self._repeated_marks[id(node_names)] = [node_names, 0]
 
     @property
