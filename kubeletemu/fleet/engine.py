@@ -50,6 +50,7 @@ from kubeletemu.emulator import AdmissionReport, NodeEmulator
 from kubeletemu.fleet.clock import SimClock
 from kubeletemu.fleet.controllers import PodGC, ReplicaSetController, Slot
 from kubeletemu.fleet.controllers.podgc import GC_CHECK_PERIOD_S
+from kubeletemu.fleet.cycle import KeptRejections
 from kubeletemu.fleet.exporters import Exporter, make_exporter
 from kubeletemu.fleet.gc_tuning import fewer_collections
 from kubeletemu.fleet.kubelet import (
@@ -61,9 +62,8 @@ from kubeletemu.fleet.kubelet import (
     holds_exclusive,
     is_terminated,
 )
-from kubeletemu.fleet.queue import QueuedPodInfo
 from kubeletemu.fleet.runlog import RunLog
-from kubeletemu.fleet.scheduler_queue import KeptFailures, SchedulerQueue
+from kubeletemu.fleet.scheduler_queue import SchedulerQueue
 from kubeletemu.fleet.scheduling import CachedTopology, ExactScheduler, Scheduler, with_cache_source
 from kubeletemu.fleet.spec import EXACT_NUMA, EXACT_SETUPS, ConfigurationSpec, group_config
 from kubeletemu.fleet.workload import Arrival, PodRecord, arrivals, stable_seed
@@ -430,33 +430,30 @@ class FleetRun:
             self.wake.succeed()
 
     def _scheduler(self) -> Any:
+        scheduler, counters = self.scheduler, self.counters
         while True:
-            record = self.queue.pop(self._kept_failures())
+            kept, crashes = scheduler.cycles_kept, scheduler.crashes_kept
+            answers = self._kept_failures()
+            if answers is None:
+                record = self.queue.pop()
+            else:
+                record = self.queue.pop(answers.answer)
+                answers.finish()
+            counters.scheduling_attempts += scheduler.cycles_kept - kept
+            counters.plugin_crashes += scheduler.crashes_kept - crashes
             if record is None:
                 self.wake = self.env.event()
                 yield self.wake
                 continue
             self._schedule_one(record)
 
-    def _kept_failures(self) -> KeptFailures | None:
+    def _kept_failures(self) -> KeptRejections | None:
         """Attempts answered by kept failed cycles (:meth:`_schedule_one` with nothing to bind), for the
-        queue to fail at once: the plugins that rejected the pod. Attempts take no simulated time and
-        write nothing, so no event comes between a pod's pop and its failure, and the scheduler's state
-        stays as it is while the queue pops."""
-        answer = self.scheduler.kept_failures(self.infos, self._state())
-        if answer is None:
-            return None
-        counters = self.counters
-
-        def failed(info: QueuedPodInfo) -> tuple[frozenset[str], frozenset[str]] | None:
-            outcome = answer(info.pod)
-            if outcome is None:
-                return None
-            counters.scheduling_attempts += 1
-            counters.plugin_crashes += outcome.crashes
-            return outcome.unschedulable_plugins, outcome.pending_plugins
-
-        return failed
+        queue to fail at once: the plugins that rejected the pod (the attempts and crashes counted by the
+        scheduler at ``finish``). Attempts take no simulated time and write nothing, so no event comes
+        between a pod's pop and its failure, and the scheduler's state stays as it is while the queue
+        pops."""
+        return self.scheduler.kept_rejections(self.infos, self._state())
 
     def _schedule_one(self, record: PodRecord) -> None:
         self.counters.scheduling_attempts += 1

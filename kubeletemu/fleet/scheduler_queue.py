@@ -37,7 +37,7 @@ from kubeletemu.pod import Pod
 from kubeletemu.scheduler.objects import NodeResourceTopology
 
 # The plugins that rejected the pod's attempt (unschedulable, pending), None when it needs a cycle.
-KeptFailures = Callable[[QueuedPodInfo], tuple[frozenset[str], frozenset[str]] | None]
+KeptFailures = Callable[[Pod], tuple[frozenset[str], frozenset[str]] | None]
 
 
 def registering_plugins(names: Iterable[str], version: str) -> list[str]:

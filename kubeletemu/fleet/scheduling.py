@@ -91,9 +91,9 @@ class CachedTopology:
         """:meth:`node_maybe_overreserved` for each name in turn."""
         self.cache.each_node_maybe_over_reserved(node_names, pod)
 
-    def nodes_maybe_overreserved(self, node_names: tuple[str, ...], pod: Pod) -> None:
+    def nodes_maybe_overreserved(self, node_names: tuple[str, ...], pod: Pod, times: int = 1) -> None:
         # The marks of a replayed cycle, in order: the same tuple each replay (overreserve counts repeats).
-        self.cache.nodes_maybe_over_reserved(node_names, pod)
+        self.cache.nodes_maybe_over_reserved(node_names, pod, times)
 
     def changed(self, node_name: str) -> None:
         self._versions[node_name] = self._versions.get(node_name, 0) + 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -201,7 +202,8 @@ def test_kept_node_answers_equal_checking_every_node(fleet_dir: Path, cache: str
 
 def _marks_told(run: FleetRun) -> list[tuple[str, ...]]:
     """The names the run's reserve cache is told NodeMaybeOverReserved of, call by call (the cache's own
-    methods, logged on the way in; a kept cycle's replay as one call, names given in turn one each)."""
+    methods, logged on the way in; a kept cycle's replay as one call, however many replays a call gives;
+    names given in turn one each)."""
     told: list[tuple[str, ...]] = []
     cache = run.cache
     if not isinstance(cache, OverReserve):
@@ -221,9 +223,9 @@ def _marks_told(run: FleetRun) -> list[tuple[str, ...]]:
         told.extend((name,) for name in node_names)  # as one call per name
         each(node_names, pod)
 
-    def nodes_maybe_over_reserved(node_names: tuple[str, ...], pod: Pod) -> None:
-        told.append(node_names)
-        many(node_names, pod)
+    def nodes_maybe_over_reserved(node_names: tuple[str, ...], pod: Pod, times: int = 1) -> None:
+        told.extend([node_names] * times)  # as one call per replay
+        many(node_names, pod, times)
 
     cache.node_maybe_over_reserved = node_maybe_over_reserved  # type: ignore[method-assign]
     cache.each_node_maybe_over_reserved = each_node_maybe_over_reserved  # type: ignore[method-assign]
@@ -246,10 +248,18 @@ def test_kept_failures_at_once_equal_one_by_one(fleet_dir: Path, version: str) -
     )  # fmt: skip
     config = dataclasses.replace(config, scheduler_version=version)
     at_once_run, one_by_one_run = FleetRun(config), OneByOne(config)
+    at_once_marks, one_by_one_marks = _marks_told(at_once_run), _marks_told(one_by_one_run)
     at_once, one_by_one = at_once_run.run(), one_by_one_run.run()
     assert json.dumps(at_once) == json.dumps(one_by_one)
     assert at_once_run.scheduler.cycles_kept == one_by_one_run.scheduler.cycles_kept
     assert at_once_run.scheduler.cycles_kept > at_once["scheduling_attempts"] // 2
+    # The replays a burst of kept failures gives at its end, a shape's all at once: as many of each, and
+    # the cache's marks (nodes, their order, counts) as giving each in turn left them.
+    assert Counter(at_once_marks) == Counter(one_by_one_marks) and at_once_marks
+    assert isinstance(at_once_run.cache, OverReserve) and isinstance(one_by_one_run.cache, OverReserve)
+    assert list(at_once_run.cache.nodes_maybe_overreserved.items()) == list(
+        one_by_one_run.cache.nodes_maybe_overreserved.items()
+    )
 
 
 def test_progress_is_reported_at_most_every_percent(fleet_dir: Path) -> None:

@@ -26,6 +26,7 @@ from kubeletemu.fleet.cycle.exact import (
 )
 from kubeletemu.fleet.cycle.schedule_one import (
     CycleOutcome,
+    KeptRejections,
     PluginError,
     Scheduler,
     num_feasible_nodes_to_find,
@@ -40,6 +41,7 @@ __all__ = [
     "Diagnosis",
     "ExactNUMAFit",
     "ExactScheduler",
+    "KeptRejections",
     "NodeScore",
     "NodeStatus",
     "PluginError",

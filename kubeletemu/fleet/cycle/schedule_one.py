@@ -51,7 +51,7 @@ import random
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Protocol, cast, runtime_checkable
+from typing import Any, NamedTuple, Protocol, cast, runtime_checkable
 
 from kubeletemu.fleet.cycle import versions
 from kubeletemu.fleet.cycle.batch import SIGNING_MODELS, OpportunisticBatch
@@ -102,7 +102,10 @@ class SideEffects(Protocol):
 
     def recorded_side_effects(self) -> tuple[str, ...]: ...
 
-    def replay_side_effects(self, pod: Pod, recorded: tuple[str, ...]) -> None: ...
+    def replay_side_effects(self, pod: Pod, recorded: tuple[str, ...], times: int = 1) -> None:
+        """The recorded effects given again ``times`` times in a row (for pods of one shape, ``pod`` the
+        first: the effects must not depend on which pod)."""
+        ...
 
     def effects_again(self, pod: Pod, node_names: Sequence[str]) -> None:
         """The effects of kept rejections of ``node_names``, in order, as each node's own evaluation has
@@ -128,6 +131,14 @@ class _KeptCycle:
     state: Hashable
     outcome: CycleOutcome
     effects: tuple[tuple[SideEffects, tuple[str, ...]], ...]
+    rejected: tuple[frozenset[str], frozenset[str]]  # the outcome's unschedulable and pending plugins
+
+
+class KeptRejections(NamedTuple):
+    """:meth:`Scheduler.kept_rejections`: ``answer`` a pod (None: a cycle must run), then ``finish``."""
+
+    answer: Callable[[Pod], tuple[frozenset[str], frozenset[str]] | None]
+    finish: Callable[[], None]
 
 
 class PluginError(Exception):
@@ -236,6 +247,7 @@ class Scheduler:
             and len(self._effects) <= 1
         )
         self.cycles_kept = 0  # cycles answered from a kept one
+        self.crashes_kept = 0  # the plugin crashes those kept cycles count
         self.nodes_answered_kept = 0  # nodes a cycle answered from the shape's kept node answers
         self._weighted_rows: dict[tuple[int, ...], tuple[int, tuple[tuple[str, int], ...]]] = {}
         self._kept_scores = all(
@@ -280,7 +292,9 @@ class Scheduler:
                 del self._node_answers[shape]
         if outcome.chosen is None and outcome.error is None and outcome.feasible_nodes == 0:
             assert outcome.evaluated_nodes == count  # every node rejected: the start index did not move
-            self._kept_cycles[shape] = _KeptCycle(state, outcome, effects)
+            self._kept_cycles[shape] = _KeptCycle(
+                state, outcome, effects, (outcome.unschedulable_plugins, outcome.pending_plugins)
+            )
         else:
             self._kept_cycles.pop(shape, None)
         return outcome
@@ -297,21 +311,58 @@ class Scheduler:
         """What :meth:`schedule` answers from kept cycles (failures) while ``nodes`` and ``state`` stay as
         they are: for a pod, the kept outcome, its cycle counted and side effects replayed, or None when
         a cycle must run. None when no cycle is answered so."""
-        if state is None or not self._keeps_cycles or not nodes:
+        kept = self.kept_rejections(nodes, state)
+        if kept is None:
             return None
         kept_cycles = self._kept_cycles
 
-        def answer(pod: Pod) -> CycleOutcome | None:
-            kept = kept_cycles.get(pod_shape(pod))
-            if kept is None or kept.state != state:
-                return None
-            self._cycle += 1
-            for model, recorded in kept.effects:
-                model.replay_side_effects(pod, recorded)
-            self.cycles_kept += 1
-            return kept.outcome
+        def outcome(pod: Pod) -> CycleOutcome | None:
+            answered = kept.answer(pod) is not None
+            kept.finish()
+            return kept_cycles[pod_shape(pod)].outcome if answered else None
 
-        return answer
+        return outcome
+
+    def kept_rejections(self, nodes: Sequence[NodeInfo], state: Hashable | None) -> KeptRejections | None:
+        """:meth:`kept_failures` for many pods in a row, giving only what the queue needs of a kept
+        outcome: the plugins that rejected the pod (unschedulable, pending). The cycles are counted (their
+        crashes in :attr:`crashes_kept`) and their side effects replayed at ``finish``, which the caller
+        calls before anything else happens. None when no cycle is answered so."""
+        if state is None or not self._keeps_cycles or not nodes:
+            return None
+        # Kept cycles change only when a cycle runs, which ends the caller's use of the answers: the ones
+        # that hold for ``state`` are picked once.
+        valid = {shape: kept for shape, kept in self._kept_cycles.items() if kept.state == state}
+        get = valid.get
+        # Per shape answered, in the order first answered: the first pod and how many.
+        used: dict[Hashable, list[Any]] = {}
+
+        def answer(pod: Pod) -> tuple[frozenset[str], frozenset[str]] | None:
+            shape = pod_shape(pod)
+            kept = get(shape)
+            if kept is None:
+                return None
+            tally = used.get(shape)
+            if tally is None:
+                used[shape] = [pod, 1]
+            else:
+                tally[1] += 1
+            return kept.rejected
+
+        def finish() -> None:
+            # The replays of one shape's cycles given at once, the shapes in the order first answered:
+            # NodeMaybeOverReserved's marks do not depend on the pod, and a repeat of a replay only adds
+            # to counts, so this is what replaying each in turn leaves.
+            for shape, (pod, times) in used.items():
+                kept = valid[shape]
+                for model, recorded in kept.effects:
+                    model.replay_side_effects(pod, recorded, times)
+                self._cycle += times
+                self.cycles_kept += times
+                self.crashes_kept += kept.outcome.crashes * times
+            used.clear()
+
+        return KeptRejections(answer, finish)
 
     def _schedule(
         self,

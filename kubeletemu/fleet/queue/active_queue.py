@@ -102,7 +102,7 @@ class ActiveQueue:
         self.in_flight_events = _List()
         self.sched_cycle = 0
         self.closed = False
-        self._reset_expiration_at_pop = in_effect("backoff-queue-split", version) and not in_effect(
+        self.reset_expiration_at_pop = in_effect("backoff-queue-split", version) and not in_effect(
             "backoff-counts", version
         )
         self._clear_at_pop = not in_effect("rejector-plugins-cleared", version)
@@ -172,7 +172,7 @@ class ActiveQueue:
         if self.queueing_hints:
             if info.pod.uid in self.in_flight_pods:
                 info.attempts += 1
-                if self._reset_expiration_at_pop:
+                if self.reset_expiration_at_pop:
                     info.backoff_expiration = ZERO_TIME
                 raise InFlightPodError(
                     f"the same pod is tracked in multiple places in the scheduler: {info.pod.name}"
@@ -185,7 +185,7 @@ class ActiveQueue:
         plugins are forgotten here, in 1.33 its cached expiry. Alone (without the in-flight list) for an
         attempt no event can overlap, where the list would record nothing and be undone at ``done``."""
         info.attempts += 1
-        if self._reset_expiration_at_pop:
+        if self.reset_expiration_at_pop:
             info.backoff_expiration = ZERO_TIME
         self.sched_cycle += 1
         if self._clear_at_pop:

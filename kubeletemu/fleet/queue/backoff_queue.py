@@ -27,6 +27,7 @@ from kubeletemu.fleet.queue.versions import in_effect
 from kubeletemu.pod import Pod
 
 BACKOFF_ORDERING_WINDOW_NS = NS_PER_S  # backoffQOrderingWindowDuration
+_DURATIONS_KEPT = 64
 
 LessFn = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
 
@@ -61,11 +62,15 @@ class BackoffQueue:
         # attempt), so both orders are values.
         less: LessFn = self._less
         sort_key: SortKey | None = self.backoff_time
+        self._active_sort_key: SortKey | None = None  # what orders a window's pods, as a value
         if pop_from_backoff_q:
             less = self._less_with_priority
             sort_key = None if active_sort_key is None else self._with_priority_key(active_sort_key)
+            self._active_sort_key = active_sort_key
         self.pod_backoff_q: Heap[QueuedPodInfo] = Heap(_key, less, sort_key)
         self.pod_error_backoff_q: Heap[QueuedPodInfo] = Heap(_key, self._less, self.backoff_time)
+        # calculate_backoff_duration of the counts a pod reaches before the doubling is long capped.
+        self._durations = tuple(self.calculate_backoff_duration(count) for count in range(_DURATIONS_KEPT))
 
     # ---- time ----
 
@@ -95,6 +100,9 @@ class BackoffQueue:
         """``getBackoffTime``: when the pod completes its backoff (:data:`ZERO_TIME`: no backoff)."""
         if not self.split:
             return info.timestamp + self.calculate_backoff_duration(info.attempts)
+        if info.backoff_expiration != ZERO_TIME:
+            # Cached (1.33+) only with a count and a backoff, which an attempt resets along with it.
+            return info.backoff_expiration
         if self.counts:
             if self.max_backoff_ns == 0:
                 return ZERO_TIME
@@ -107,11 +115,14 @@ class BackoffQueue:
             count = info.attempts
         if count == 0:
             return ZERO_TIME
-        if info.backoff_expiration == ZERO_TIME:
-            info.backoff_expiration = self.align_to_window(
-                info.timestamp + self.calculate_backoff_duration(count)
-            )
-        return info.backoff_expiration
+        # alignToWindow(timestamp + duration), inline: a move computes this for every pod it looks at.
+        expiry = info.timestamp + (
+            self._durations[count] if count < _DURATIONS_KEPT else self.calculate_backoff_duration(count)
+        )
+        if self.pop_from_backoff_q and expiry != ZERO_TIME:
+            expiry -= expiry % BACKOFF_ORDERING_WINDOW_NS
+        info.backoff_expiration = expiry
+        return expiry
 
     def is_pod_backing_off(self, info: QueuedPodInfo) -> bool:
         """``isPodBackingoff``; from 1.33 a pod whose expiry is in the current window still backs off."""
@@ -152,6 +163,18 @@ class BackoffQueue:
             key = pod_key(info.pod)
         target.add_or_update(info, key)
         if not other.delete(info, key) and event is not None and self.on_move is not None:
+            self.on_move("backoff", event, info.pod)
+
+    def add_rejected(self, info: QueuedPodInfo, key: str, expiry: int, event: str) -> None:
+        """:meth:`add` for a pod a plugin rejected (so bound for podBackoffQ), in neither heap, with its
+        key and :meth:`backoff_time` known (one-step moves of many pods at once)."""
+        by_priority = self._active_sort_key
+        heap = self.pod_backoff_q
+        if by_priority is None or key in heap.items_by_key or key in self.pod_error_backoff_q.items_by_key:
+            self.add(info, event, key)
+            return
+        heap.push(info, key, (expiry, *by_priority(info)))
+        if self.on_move is not None:
             self.on_move("backoff", event, info.pod)
 
     def update(self, new_pod: Pod, old: Pod) -> QueuedPodInfo | None:

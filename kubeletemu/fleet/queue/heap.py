@@ -31,43 +31,43 @@ class Heap(Generic[T]):
         self._queue: list[str] = []
         # The sort keys, parallel to _queue (with sort_key only).
         self._order: list[Any] = []
-        self._items: dict[str, T] = {}
+        self.items_by_key: dict[str, T] = {}  # read-only outside
         self._index: dict[str, int] = {}
 
     def __len__(self) -> int:
         return len(self._queue)
 
     def __contains__(self, item: T) -> bool:
-        return self._key(item) in self._items
+        return self._key(item) in self.items_by_key
 
     def __iter__(self) -> Iterator[T]:
         """The items in heap-array order (``List``; upstream iterates a map, in no order)."""
-        return (self._items[k] for k in self._queue)
+        return (self.items_by_key[k] for k in self._queue)
 
     def get(self, item: T) -> T | None:
-        return self._items.get(self._key(item))
+        return self.items_by_key.get(self._key(item))
 
     def get_by_key(self, key: str) -> T | None:
-        return self._items.get(key)
+        return self.items_by_key.get(key)
 
     def peek(self) -> T | None:
-        return self._items[self._queue[0]] if self._queue else None
+        return self.items_by_key[self._queue[0]] if self._queue else None
 
     def has_key(self, key: str) -> bool:
-        return key in self._items
+        return key in self.items_by_key
 
     def add_or_update(self, item: T, key: str | None = None) -> None:
         """``key``: the item's key when the caller has it already."""
         if key is None:
             key = self._key(item)
-        if key in self._items:
-            self._items[key] = item
+        if key in self.items_by_key:
+            self.items_by_key[key] = item
             i = self._index[key]
             if self._sort_key is not None:
                 self._order[i] = self._sort_key(item)
             self._fix(i)
         else:
-            self._items[key] = item
+            self.items_by_key[key] = item
             self._index[key] = len(self._queue)
             self._queue.append(key)
             if self._sort_key is not None:
@@ -76,11 +76,30 @@ class Heap(Generic[T]):
             else:
                 self._up(len(self._queue) - 1)
 
+    def push(self, item: T, key: str, sort_key: Any) -> None:
+        """:meth:`add_or_update` for a key not in the heap, with the item's sort key already computed (a
+        heap with ``sort_key`` only)."""
+        self.items_by_key[key] = item
+        queue, order, index = self._queue, self._order, self._index
+        j = len(queue)
+        queue.append(key)
+        order.append(sort_key)
+        index[key] = j
+        # Go's up, inline.
+        while j > 0:
+            i = (j - 1) // 2
+            if not sort_key < order[i]:
+                break
+            parent = queue[i]
+            queue[j], order[j], index[parent] = parent, order[i], j
+            j = i
+        queue[j], order[j], index[key] = key, sort_key, j
+
     def delete(self, item: T, key: str | None = None) -> bool:
         """Remove the item with ``item``'s key; False when there is none (upstream: an error)."""
         if key is None:
             key = self._key(item)
-        if key not in self._items:
+        if key not in self.items_by_key:
             return False
         self._remove(self._index[key])
         return True
@@ -99,11 +118,11 @@ class Heap(Generic[T]):
         key, sort_key = queue.pop(), self._order.pop()
         if not n:
             del self._index[key]
-            return self._items.pop(key)
+            return self.items_by_key.pop(key)
         top = queue[0]
         self._sift_down(0, n, key, sort_key)
         del self._index[top]
-        return self._items.pop(top)
+        return self.items_by_key.pop(top)
 
     # container/heap
 
@@ -112,7 +131,7 @@ class Heap(Generic[T]):
         if self._sort_key is not None:
             self._order.pop()
         del self._index[key]
-        return self._items.pop(key)
+        return self.items_by_key.pop(key)
 
     def _remove(self, i: int) -> T:
         n = len(self._queue) - 1
@@ -127,7 +146,7 @@ class Heap(Generic[T]):
             self._up(i)
 
     def _less_at(self, i: int, j: int) -> bool:
-        return self._less(self._items[self._queue[i]], self._items[self._queue[j]])
+        return self._less(self.items_by_key[self._queue[i]], self.items_by_key[self._queue[j]])
 
     def _swap(self, i: int, j: int) -> None:
         queue = self._queue

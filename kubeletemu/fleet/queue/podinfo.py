@@ -28,7 +28,7 @@ def to_s(ns: int) -> float:
     return ns / NS_PER_S
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class QueuedPodInfo:
     """A queued pod. ``timestamp``: when it was added or last re-added after a failed attempt (the
     activeQ's tie-breaker and the base of its backoff); ``attempts``: scheduling attempts (pops);

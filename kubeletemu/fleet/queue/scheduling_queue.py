@@ -40,6 +40,7 @@ from kubeletemu.fleet.queue.hints import (
 from kubeletemu.fleet.queue.nominator import NominatingInfo, Nominator, PodLister
 from kubeletemu.fleet.queue.podinfo import NS_PER_S, ZERO_TIME, QueuedPodInfo, to_ns, to_s
 from kubeletemu.fleet.queue.pods import (
+    DEFAULT_SCHEDULER_NAME,
     is_pod_updated,
     pod_key,
     priority,
@@ -78,8 +79,9 @@ QUEUE_AFTER_BACKOFF = "queueAfterBackoff"
 QUEUE_IMMEDIATELY = "queueImmediately"
 
 LessFn = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
+_UNKNOWN = (frozenset[str](), frozenset[str]())  # not yet looked up
 # A failed attempt's rejecting plugins (unschedulable, pending), or None: the pod needs a cycle.
-AttemptAnswer = Callable[[QueuedPodInfo], tuple[Iterable[str], Iterable[str]] | None]
+AttemptAnswer = Callable[[Pod], tuple[Iterable[str], Iterable[str]] | None]
 PreEnqueueCheck = Callable[[Pod], bool]
 
 
@@ -384,36 +386,63 @@ class PriorityQueue:
         and been removed at ``Done``, so none is made. The first pod ``answered`` returns ``None`` for
         is returned, in flight."""
         active_q = self.active_q
-        if answered is None or not self.queueing_hints_enabled:
+        if answered is None or not self.queueing_hints_enabled or active_q.in_flight_pods:
             return active_q.pop()
+        # A pod failing at once: ActiveQueue.take, its count_attempt, handleSchedulingFailure and Done, inline
+        # (a burst of thousands of pods fails here after each node event). With a rejecting plugin that is
+        # _add_unschedulable with no event received: the strategy is QueueSkip, to unschedulablePods.
+        active_heap = active_q.queue
+        held = active_heap.items_by_key  # activeQ's pods: an empty heap is not asked to pop
+        popper = active_q.backoff_popper
+        pop_backoff = popper.pod_backoff_q.pop if popper is not None else None
+        on_move = active_q.on_move
+        reset_expiration = active_q.reset_expiration_at_pop
+        counts = self._backoff_counts
+        pool = self.unschedulable_pods.pod_info_map
+        pool_on_move = self.unschedulable_pods.on_move
         now: int | None = None  # the clock stands still within a call
-        while not active_q.in_flight_pods:
-            info = active_q.take()
+        while True:
+            info = active_heap.pop() if held else None
             if info is None:
-                return None
-            rejected = answered(info)
+                if pop_backoff is None:
+                    return None
+                info = pop_backoff()
+                if info is None:
+                    return None
+                if on_move is not None:
+                    on_move("active", ev.POP_FROM_BACKOFF_Q, info.pod)
+            rejected = answered(info.pod)
             if rejected is None:
                 active_q.move_pod_to_in_flight(info)  # nothing in flight: it cannot be already
                 return info
             if now is None:
                 now = self._now()
-            self._fail_at_once(info, rejected, now)
-        return active_q.pop()
-
-    def _fail_at_once(
-        self, info: QueuedPodInfo, rejected: tuple[Iterable[str], Iterable[str]], now: int
-    ) -> None:
-        """Pop's count, ``handleSchedulingFailure`` and ``Done`` for a pod just taken from its heap whose
-        attempt failed with no event in between. With a rejecting plugin that is
-        :meth:`_add_unschedulable` with no event received: no queue holds the pod (it was just taken),
-        the strategy is QueueSkip, and it goes to unschedulablePods."""
-        self.active_q.count_attempt(info)
-        self._record_failure(info, *rejected)
-        if not info.unschedulable_plugins and not info.pending_plugins:
-            self._add_unschedulable(info, self.scheduling_cycle, ())  # an error: after backoff
-            return
-        self._count_failure(info, now)
-        self.unschedulable_pods.add_or_update(info, info.gated, ev.SCHEDULE_ATTEMPT_FAILURE)
+            # count_attempt, then _record_failure: the rejecting plugins replace the last attempt's (cleared
+            # at the pop up to 1.35, at the failure from 1.36), the gating plugin is forgotten either way.
+            info.attempts += 1
+            if reset_expiration:
+                info.backoff_expiration = ZERO_TIME
+            active_q.sched_cycle += 1
+            info.gating_plugin = ""
+            info.gating_plugin_events = ()
+            unschedulable, pending = rejected
+            info.unschedulable_plugins = set(unschedulable)
+            info.pending_plugins = set(pending)
+            if not info.unschedulable_plugins and not info.pending_plugins:
+                self._add_unschedulable(info, active_q.sched_cycle, ())  # an error: after backoff
+                continue
+            # _count_failure, then unschedulablePods (no queue holds the pod: it was just taken).
+            info.timestamp = now
+            if counts:
+                info.unschedulable_count += 1
+                info.consecutive_errors_count = 0
+                info.backoff_expiration = ZERO_TIME
+                info.was_flushed_from_unschedulable = False
+            pod = info.pod
+            key = pod.__dict__.get("_queue_key") or pod_key(pod)
+            if pool_on_move is not None and key not in pool:
+                pool_on_move("unschedulable", ev.SCHEDULE_ATTEMPT_FAILURE, pod)
+            pool[key] = info
 
     def can_pop(self) -> bool:
         return self.active_q.can_pop()
@@ -785,32 +814,35 @@ class PriorityQueue:
         )
         window = self.backoff_q.align_to_window(self._now()) if direct else 0
         plugin_sets: dict[str, tuple[frozenset[str], frozenset[str]] | None] = {}
-        backoff_time, to_backoff_q = self.backoff_q.backoff_time, self.backoff_q.add
+        backoff_time, to_backoff_q = self.backoff_q.backoff_time, self.backoff_q.add_rejected
+        pool = self.unschedulable_pods.pod_info_map
         for info in infos:
-            if info.gated:
+            if info.gating_plugin or info.gated_flag:  # info.gated, inline
                 if self._gating_plugin:
                     if not ev.match_any(event, info.gating_plugin_events, self.version):
                         continue
                 elif "SchedulingGates" in info.unschedulable_plugins:
                     continue
             elif direct and not info.pending_plugins and info.unschedulable_plugins:
-                profile = scheduler_name(info.pod)
-                if profile not in plugin_sets:
-                    plugin_sets[profile] = self._plugins_by_hint(profile, event, matched)
-                sets = plugin_sets[profile]
+                profile = getattr(info.pod, "scheduler_name", DEFAULT_SCHEDULER_NAME)  # scheduler_name()
+                sets = plugin_sets.get(profile, _UNKNOWN)
+                if sets is _UNKNOWN:
+                    sets = plugin_sets[profile] = self._plugins_by_hint(profile, event, matched)
                 if sets is not None:
                     always, hinted = sets
                     rejectors = info.unschedulable_plugins
                     if hinted.isdisjoint(rejectors):
                         if always.isdisjoint(rejectors):
                             continue  # QueueSkip
-                        if not backoff_time(info) < window:
+                        expiry = backoff_time(info)
+                        if not expiry < window:
                             # queueAfterBackoff while backing off: moveToBackoffQ. The profile has no
                             # PreEnqueue plugin, so its PreEnqueue step leaves the ungated pod as it is:
                             # the pod goes to backoffQ and wakes Pop.
-                            key = pod_key(info.pod)
-                            self.unschedulable_pods.delete(info.pod, False, key)
-                            to_backoff_q(info, label, key)
+                            pod = info.pod
+                            key = pod.__dict__.get("_queue_key") or pod_key(pod)
+                            pool.pop(key, None)
+                            to_backoff_q(info, key, expiry, label)
                             activated = True
                             continue
             strategy = self._is_pod_worth_requeuing(info, event, old, new, matched)

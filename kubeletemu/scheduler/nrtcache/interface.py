@@ -70,9 +70,11 @@ class Cache(ABC):
         for name in node_names:
             self.node_maybe_over_reserved(name, pod)
 
-    def nodes_maybe_over_reserved(self, node_names: tuple[str, ...], pod: Pod) -> None:
-        """``NodeMaybeOverReserved`` for each name in turn, as a replayed scheduling cycle calls it."""
-        self.each_node_maybe_over_reserved(node_names, pod)
+    def nodes_maybe_over_reserved(self, node_names: tuple[str, ...], pod: Pod, times: int = 1) -> None:
+        """``NodeMaybeOverReserved`` for each name in turn, as a replayed scheduling cycle calls it; the
+        whole ``times`` times (replays for several pods, ``pod`` the first)."""
+        for _ in range(times):
+            self.each_node_maybe_over_reserved(node_names, pod)
 
     def node_has_foreign_pods(self, node_name: str, pod: Pod) -> None:
         """``NodeHasForeignPods`` (a no-op unless overreserve)."""

@@ -163,17 +163,18 @@ class OverReserve(Cache):
         for name in node_names:
             marks[name] = marks.get(name, 0) + 1
 
-    def nodes_maybe_over_reserved(self, node_names: tuple[str, ...], pod: Pod) -> None:
-        """``NodeMaybeOverReserved`` for each name in turn, as a replayed scheduling cycle calls it.
+    def nodes_maybe_over_reserved(self, node_names: tuple[str, ...], pod: Pod, times: int = 1) -> None:
+        """``NodeMaybeOverReserved`` for each name in turn, as a replayed scheduling cycle calls it; the
+        whole ``times`` times.
 
         After a tuple's first marking each of its names is a key until a flush, so a repeat changes no key
         and no order, only counts: repeats are counted and added when the marks are read or flushed."""
         repeated = self._repeated_marks.get(id(node_names))
         if repeated is not None and repeated[0] is node_names:
-            repeated[1] += 1
+            repeated[1] += times
             return
         self.each_node_maybe_over_reserved(node_names, pod)
-        self._repeated_marks[id(node_names)] = [node_names, 0]
+        self._repeated_marks[id(node_names)] = [node_names, times - 1]
 
     @property
     def nodes_maybe_overreserved(self) -> dict[str, int]:

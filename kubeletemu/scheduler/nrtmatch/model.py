@@ -78,7 +78,7 @@ class NodeResourceTopologyMatch:
         # Resolved once: a runtime Protocol check costs more than the Filter it guards.
         self._listener = source if isinstance(source, FilterFailureListener) else None
         # A listener that takes a replayed cycle's marks at once (the fleet's cache source) gets them so.
-        self._replay_listener: Callable[[tuple[str, ...], Pod], None] | None = getattr(
+        self._replay_listener: Callable[[tuple[str, ...], Pod, int], None] | None = getattr(
             self._listener, "nodes_maybe_overreserved", None
         )
         self._weights = self.args.scoring_strategy.weights()
@@ -155,12 +155,13 @@ class NodeResourceTopologyMatch:
         if self._recorded is not None:
             self._recorded.extend(node_names)
 
-    def replay_side_effects(self, pod: Pod, recorded: tuple[str, ...]) -> None:
+    def replay_side_effects(self, pod: Pod, recorded: tuple[str, ...], times: int = 1) -> None:
         if self._replay_listener is not None:
-            self._replay_listener(recorded, pod)  # the same tuple each replay: it may count repeats
+            self._replay_listener(recorded, pod, times)  # the same tuple each replay: it may count repeats
         elif self._listener is not None:
-            for node_name in recorded:
-                self._listener.node_maybe_overreserved(node_name, pod)
+            for _ in range(times):
+                for node_name in recorded:
+                    self._listener.node_maybe_overreserved(node_name, pod)
 
     def score(self, pod: Pod, node: NodeInfo) -> int:
         # Non-Guaranteed pods score 100 before the cache is asked.

@@ -186,7 +186,7 @@ def drive_pops(queue: PriorityQueue, clock: Clock, seed: int, fused: bool) -> li
         lambda where, event, p: moves.append((where, event, p.name))
     )
 
-    def answered(info: QueuedPodInfo) -> tuple[set[str], set[str]] | None:
+    def answered(_: Pod) -> tuple[set[str], set[str]] | None:
         roll = answers.random()
         if roll < 0.1:
             return None  # a cycle runs: this pod binds
@@ -199,7 +199,7 @@ def drive_pops(queue: PriorityQueue, clock: Clock, seed: int, fused: bool) -> li
             info = queue.pop(answered)
         else:
             while (info := queue.pop()) is not None:
-                rejected = answered(info)
+                rejected = answered(info.pod)
                 if rejected is None:
                     break
                 queue.handle_scheduling_failure(info, *rejected)
@@ -238,5 +238,5 @@ def test_pop_without_queueing_hints_takes_the_general_path() -> None:
     queue = PriorityQueue(Clock(), version="1.33", hints=HINTS, feature_gates=gates)
     queue.add(pod("a"))
     asked: list[str] = []
-    info = queue.pop(lambda i: asked.append(i.pod.name) or ({"always"}, set()))  # type: ignore[func-returns-value]
+    info = queue.pop(lambda p: asked.append(p.name) or ({"always"}, set()))  # type: ignore[func-returns-value]
     assert info is not None and info.pod.name == "a" and asked == []

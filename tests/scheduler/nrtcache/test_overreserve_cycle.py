@@ -3,6 +3,8 @@ marks the node, a published NRT whose fingerprint is stale (ignored), then one t
 
 from __future__ import annotations
 
+import pytest
+
 from kubeletemu.pod import Container, Pod
 from kubeletemu.podresources import fingerprint as pfp
 from kubeletemu.quantity import Quantity
@@ -192,3 +194,30 @@ def test_repeated_marks_of_a_replayed_cycle_equal_marking_each_node() -> None:
     assert list(bulk.nodes_maybe_overreserved.items()) == list(one.nodes_maybe_overreserved.items())
     assert list(bulk.nodes_maybe_overreserved) == ["node-z", "node-b", "node-c", "node-a"]
     assert bulk.get_desynced_nodes().maybe_over_reserved == one.get_desynced_nodes().maybe_over_reserved
+
+
+@pytest.mark.parametrize("times", [1, 2, 5])
+def test_replays_given_at_once_equal_giving_each(times: int) -> None:
+    """``times`` replays of a cycle's tuple in one call mark as that many calls do, before and after the
+    tuple's first marking."""
+    store = InformerStore()
+    store.update_nrt(nrt("4", "4", []))
+    one, bulk = (cache_from_args({"cacheResyncPeriodSeconds": 1}, store) for _ in range(2))
+    assert isinstance(one, OverReserve) and isinstance(bulk, OverReserve)
+    replayed, other = ("node-b", "node-a"), ("node-c", "node-b")
+    p = pod("p2", "2")
+    for _ in range(times):
+        one.nodes_maybe_over_reserved(replayed, p)
+    for _ in range(times + 1):
+        one.nodes_maybe_over_reserved(other, p)
+    for _ in range(times):
+        one.nodes_maybe_over_reserved(replayed, p)
+    bulk.nodes_maybe_over_reserved(replayed, p, times)
+    bulk.nodes_maybe_over_reserved(other, p, times + 1)
+    bulk.nodes_maybe_over_reserved(replayed, p, times)
+    assert list(bulk.nodes_maybe_overreserved.items()) == list(one.nodes_maybe_overreserved.items())
+    assert bulk.nodes_maybe_overreserved == {
+        "node-b": 3 * times + 1,
+        "node-a": 2 * times,
+        "node-c": times + 1,
+    }
