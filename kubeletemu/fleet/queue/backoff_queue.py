@@ -69,7 +69,8 @@ class BackoffQueue:
             self._active_sort_key = active_sort_key
         self.pod_backoff_q: Heap[QueuedPodInfo] = Heap(_key, less, sort_key)
         self.pod_error_backoff_q: Heap[QueuedPodInfo] = Heap(_key, self._less, self.backoff_time)
-        # calculate_backoff_duration of the counts a pod reaches before the doubling is long capped.
+        # calculate_backoff_duration by count: the doubling reaches the max (or stays 0) well before the
+        # last, which every higher count gives too (pods fail thousands of times).
         self._durations = tuple(self.calculate_backoff_duration(count) for count in range(_DURATIONS_KEPT))
 
     # ---- time ----
@@ -116,9 +117,7 @@ class BackoffQueue:
         if count == 0:
             return ZERO_TIME
         # alignToWindow(timestamp + duration), inline: a move computes this for every pod it looks at.
-        expiry = info.timestamp + (
-            self._durations[count] if count < _DURATIONS_KEPT else self.calculate_backoff_duration(count)
-        )
+        expiry = info.timestamp + self._durations[count if count < _DURATIONS_KEPT else -1]
         if self.pop_from_backoff_q and expiry != ZERO_TIME:
             expiry -= expiry % BACKOFF_ORDERING_WINDOW_NS
         info.backoff_expiration = expiry

@@ -14,6 +14,7 @@ from kubeletemu.fleet.queue import events as ev
 from kubeletemu.fleet.queue.backoff_queue import BackoffQueue
 from kubeletemu.fleet.queue.heap import Heap
 from kubeletemu.fleet.queue.hints import QUEUE, QUEUE_SKIP, QueueingHintFunction, queue_always
+from kubeletemu.fleet.queue.podinfo import ZERO_TIME
 from kubeletemu.fleet.queue.pods import pod_key
 from kubeletemu.fleet.queue.scheduling_queue import priority_sort, priority_sort_key
 from kubeletemu.pod import Pod
@@ -68,6 +69,28 @@ def test_kept_backoff_keys_order_as_the_backoff_less_functions(seed: int) -> Non
     assert heap_run(Heap(info_key, backoff._less, backoff.backoff_time), seed) == heap_run(
         Heap(info_key, backoff._less), seed
     )
+
+
+@pytest.mark.parametrize("version", SUPPORTED)
+@pytest.mark.parametrize(
+    ("initial", "maximum"), [(1_000_000_000, 10_000_000_000), (1, 2**62), (3, 0), (0, 10), (7, 5)]
+)
+def test_tabled_backoff_durations_equal_the_computed_ones(version: str, initial: int, maximum: int) -> None:
+    """A pod's expiry from the kept table of durations is ``getBackoffTime``'s for any count, far beyond
+    the table too (a pod fails thousands of times)."""
+    for pop_from_backoff_q in (True, False):
+        backoff = BackoffQueue(lambda: 0, initial, maximum, priority_sort, pop_from_backoff_q, version)
+        for count in [*range(80), 500, 5_000]:
+            info = QueuedPodInfo(pod("p"), timestamp=123_456_789_012, attempts=count)
+            info.unschedulable_count = count
+            expected = info.timestamp + backoff.calculate_backoff_duration(count)
+            if not backoff.split:
+                pass  # 1.32: no cache, no window
+            elif count == 0 or (backoff.counts and maximum == 0):
+                expected = ZERO_TIME
+            else:
+                expected = backoff.align_to_window(expected)
+            assert backoff.backoff_time(info) == expected, (count, pop_from_backoff_q)
 
 
 class GeneralMoves(PriorityQueue):
