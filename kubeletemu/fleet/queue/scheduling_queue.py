@@ -41,6 +41,7 @@ from kubeletemu.fleet.queue.nominator import NominatingInfo, Nominator, PodListe
 from kubeletemu.fleet.queue.podinfo import NS_PER_S, ZERO_TIME, QueuedPodInfo, to_ns, to_s
 from kubeletemu.fleet.queue.pods import (
     DEFAULT_SCHEDULER_NAME,
+    SchedulingPod,
     is_pod_updated,
     pod_key,
     priority,
@@ -824,7 +825,8 @@ class PriorityQueue:
                 elif "SchedulingGates" in info.unschedulable_plugins:
                     continue
             elif direct and not info.pending_plugins and info.unschedulable_plugins:
-                profile = getattr(info.pod, "scheduler_name", DEFAULT_SCHEDULER_NAME)  # scheduler_name()
+                pod = info.pod
+                profile = pod.scheduler_name if isinstance(pod, SchedulingPod) else DEFAULT_SCHEDULER_NAME
                 sets = plugin_sets.get(profile, _UNKNOWN)
                 if sets is _UNKNOWN:
                     sets = plugin_sets[profile] = self._plugins_by_hint(profile, event, matched)
@@ -839,7 +841,6 @@ class PriorityQueue:
                             # queueAfterBackoff while backing off: moveToBackoffQ. The profile has no
                             # PreEnqueue plugin, so its PreEnqueue step leaves the ungated pod as it is:
                             # the pod goes to backoffQ and wakes Pop.
-                            pod = info.pod
                             key = pod.__dict__.get("_queue_key") or pod_key(pod)
                             pool.pop(key, None)
                             to_backoff_q(info, key, expiry, label)
