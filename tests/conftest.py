@@ -4,7 +4,9 @@ per run on first use, and skipped with a reason where absent."""
 from __future__ import annotations
 
 import json
+import signal
 import tarfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -38,3 +40,26 @@ def captures(tmp_path_factory: pytest.TempPathFactory) -> CaptureStore:
             f"sysfs captures not found at {source} (set KUBELETEMU_FIXTURES to the fixtures directory)"
         )
     return CaptureStore(source, tmp_path_factory.mktemp("sysfs-captures"))
+
+
+def _sigint_state() -> tuple[object, bool, bool]:
+    """SIGINT's handler, and whether this thread blocks it or the process ignores it (what processes
+    the test starts inherit: a child started with SIGINT ignored or blocked never sees a ^C)."""
+    with open("/proc/self/status", encoding="ascii") as fh:
+        fields = dict(line.split(":", 1) for line in fh if ":" in line)
+    ignored = bool(int(fields.get("SigIgn", "0").strip(), 16) & (1 << (signal.SIGINT - 1)))
+    blocked = signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    return signal.getsignal(signal.SIGINT), blocked, ignored
+
+
+@pytest.fixture(autouse=True)
+def _sigint_left_as_found() -> Iterator[None]:
+    """A test leaves SIGINT as it found it: handler, mask and disposition are inherited by every process
+    later tests in the same worker start (the ^C tests of tests/fleet_runner/test_interrupt.py)."""
+    before = _sigint_state()
+    yield
+    after = _sigint_state()
+    if after != before:
+        signal.signal(signal.SIGINT, before[0])  # type: ignore[arg-type]
+        signal.pthread_sigmask(signal.SIG_BLOCK if before[1] else signal.SIG_UNBLOCK, {signal.SIGINT})
+        pytest.fail(f"the test changed SIGINT's state from {before} to {after}")
