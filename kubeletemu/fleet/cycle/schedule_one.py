@@ -338,9 +338,7 @@ class Scheduler:
         used: dict[Hashable, list[Any]] = {}
 
         def answer(pod: Pod) -> tuple[frozenset[str], frozenset[str]] | None:
-            shape = pod.__dict__.get("cycle_shape")  # pod_shape's memo, read without a call
-            if shape is None:
-                shape = pod_shape(pod)
+            shape = pod_shape(pod)
             kept = get(shape)
             if kept is None:
                 return None

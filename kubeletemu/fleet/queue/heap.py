@@ -66,15 +66,13 @@ class Heap(Generic[T]):
             if self._sort_key is not None:
                 self._order[i] = self._sort_key(item)
             self._fix(i)
+        elif self._sort_key is not None:
+            self.push(item, key, self._sort_key(item))
         else:
             self.items_by_key[key] = item
             self._index[key] = len(self._queue)
             self._queue.append(key)
-            if self._sort_key is not None:
-                self._order.append(self._sort_key(item))
-                self._up_sorted(len(self._queue) - 1)
-            else:
-                self._up(len(self._queue) - 1)
+            self._up(len(self._queue) - 1)
 
     def push(self, item: T, key: str, sort_key: Any) -> None:
         """:meth:`add_or_update` for a key not in the heap, with the item's sort key already computed (a

@@ -40,8 +40,6 @@ from kubeletemu.fleet.queue.hints import (
 from kubeletemu.fleet.queue.nominator import NominatingInfo, Nominator, PodLister
 from kubeletemu.fleet.queue.podinfo import NS_PER_S, ZERO_TIME, QueuedPodInfo, to_ns, to_s
 from kubeletemu.fleet.queue.pods import (
-    DEFAULT_SCHEDULER_NAME,
-    SchedulingPod,
     is_pod_updated,
     pod_key,
     priority,
@@ -80,7 +78,6 @@ QUEUE_AFTER_BACKOFF = "queueAfterBackoff"
 QUEUE_IMMEDIATELY = "queueImmediately"
 
 LessFn = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
-_UNKNOWN = (frozenset[str](), frozenset[str]())  # not yet looked up
 # A failed attempt's rejecting plugins (unschedulable, pending), or None: the pod needs a cycle.
 AttemptAnswer = Callable[[Pod], tuple[Iterable[str], Iterable[str]] | None]
 PreEnqueueCheck = Callable[[Pod], bool]
@@ -439,10 +436,9 @@ class PriorityQueue:
                 info.consecutive_errors_count = 0
                 info.backoff_expiration = ZERO_TIME
                 info.was_flushed_from_unschedulable = False
-            pod = info.pod
-            key = pod.__dict__.get("_queue_key") or pod_key(pod)
+            key = pod_key(info.pod)
             if pool_on_move is not None and key not in pool:
-                pool_on_move("unschedulable", ev.SCHEDULE_ATTEMPT_FAILURE, pod)
+                pool_on_move("unschedulable", ev.SCHEDULE_ATTEMPT_FAILURE, info.pod)
             pool[key] = info
 
     def can_pop(self) -> bool:
@@ -825,11 +821,10 @@ class PriorityQueue:
                 elif "SchedulingGates" in info.unschedulable_plugins:
                     continue
             elif direct and not info.pending_plugins and info.unschedulable_plugins:
-                pod = info.pod
-                profile = pod.scheduler_name if isinstance(pod, SchedulingPod) else DEFAULT_SCHEDULER_NAME
-                sets = plugin_sets.get(profile, _UNKNOWN)
-                if sets is _UNKNOWN:
-                    sets = plugin_sets[profile] = self._plugins_by_hint(profile, event, matched)
+                profile = scheduler_name(info.pod)
+                if profile not in plugin_sets:
+                    plugin_sets[profile] = self._plugins_by_hint(profile, event, matched)
+                sets = plugin_sets[profile]
                 if sets is not None:
                     always, hinted = sets
                     rejectors = info.unschedulable_plugins
@@ -841,7 +836,7 @@ class PriorityQueue:
                             # queueAfterBackoff while backing off: moveToBackoffQ. The profile has no
                             # PreEnqueue plugin, so its PreEnqueue step leaves the ungated pod as it is:
                             # the pod goes to backoffQ and wakes Pop.
-                            key = pod.__dict__.get("_queue_key") or pod_key(pod)
+                            key = pod_key(info.pod)
                             pool.pop(key, None)
                             to_backoff_q(info, key, expiry, label)
                             activated = True
