@@ -6,8 +6,10 @@ Clients find the daemon at ``--socket``, else ``$KUBELETEMU_SOCKET``, else the c
 ``simulate`` and ``schedule`` run here unless ``--live`` asks them to use the daemon's node.
 
 Start-up: building the parser imports argparse and the command modules, which import nothing else at
-module level; each command's handler imports gRPC, YAML and the engine it needs when it runs
-(``tests/cli/test_startup.py`` holds ``--version`` and ``--help`` to that).
+module level; each command's handler imports the message classes, YAML and the engine it needs when it runs
+(``tests/cli/test_startup.py`` holds the commands to that). No command imports grpcio: the clients speak
+HTTP/2 to the daemon themselves (:mod:`kubeletemu.cli.wire`), and a command that only prints an answer
+reads it without the protobuf runtime.
 """
 
 from __future__ import annotations

@@ -10,24 +10,29 @@ daemon that answers ``UNAVAILABLE`` itself (its state directory cannot be writte
 from __future__ import annotations
 
 import argparse
-import atexit
 import json
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
-# Every command module imports this one to build the parser: gRPC, the stubs, YAML and the engine are
+# Every command module imports this one to build the parser: the stubs, YAML and the engine are
 # imported by the functions that use them, so that ``--version``, ``--help`` and a bad flag cost nothing.
 if TYPE_CHECKING:
+    from typing import TypeVar
+
+    from google.protobuf.message import Message
+
     from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
-    from kubeletemu._proto.kubeletemu.v1 import admission_pb2_grpc as pb_grpc
     from kubeletemu.pod import Pod
+
+    M = TypeVar("M", bound=Message)
 
 DEFAULT_SOCKET = "/run/kubeletemu/kubeletemu.sock"
 # Where the systemd unit's configuration lives; a client reads its ``socket`` when nothing else says.
 DEFAULT_CONFIG = "/etc/kubeletemu/config.yaml"
 SOCKET_ENV = "KUBELETEMU_SOCKET"
+SERVICE = "kubeletemu.v1.Admission"
 CONFIG_ENV = "KUBELETEMU_CONFIG"
 
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
@@ -129,36 +134,47 @@ def socket_path(args: argparse.Namespace) -> str:
     return DEFAULT_SOCKET
 
 
-def stub(socket: str, max_receive: int | None = None) -> pb_grpc.AdmissionStub:
-    import grpc
-
-    from kubeletemu._proto.kubeletemu.v1 import admission_pb2_grpc as pb_grpc
-
-    options = [] if max_receive is None else [("grpc.max_receive_message_length", max_receive)]
-    channel = grpc.insecure_channel(f"unix:{socket}", options=options)
-    # Closed at exit before gRPC's own shutdown, which otherwise waits on the open channel: a client's
-    # exit is ~25 ms sooner (benchmarks/bench_cli.py).
-    atexit.register(channel.close)
-    return pb_grpc.AdmissionStub(channel)
-
-
-def call(method: Any, request: Any, socket: str, timeout: float = 30.0) -> Any:
-    """One unary call; a failure becomes the exit status its status code stands for."""
-    import grpc
-
+def _unary(socket: str, method: str, request: bytes, timeout: float, max_receive: int | None) -> bytes:
+    """One unary call to the daemon's Admission service, over :mod:`kubeletemu.cli.wire.http2` (grpcio's
+    import alone would cost three times Python's start-up); a failure becomes the exit status its status
+    code stands for."""
+    from kubeletemu.cli.wire.http2 import DEFAULT_MAX_RECEIVE, CallError, unary
     from kubeletemu.daemon.refusals import is_state_refusal
 
     try:
-        return method(request, timeout=timeout)
-    except grpc.RpcError as err:
-        code = err.code()
-        detail = err.details() or ""
-        if code == grpc.StatusCode.UNAVAILABLE and not is_state_refusal(err.trailing_metadata()):
-            fail(f"cannot reach the daemon at {socket}: {detail}", EXIT_UNREACHABLE)
+        return unary(socket, f"/{SERVICE}/{method}", request, timeout, max_receive or DEFAULT_MAX_RECEIVE)
+    except CallError as err:
+        if not err.reached or (err.code == "UNAVAILABLE" and not is_state_refusal(err.trailers)):
+            fail(f"cannot reach the daemon at {socket}: {err.details}", EXIT_UNREACHABLE)
         # The daemon's negative answer about what was asked: bad input, not a refusal.
-        if code in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.OUT_OF_RANGE):
-            fail(f"{code.name}: {detail}", EXIT_USAGE)
-        fail(f"{code.name}: {detail}", EXIT_REFUSED)
+        if err.code in ("INVALID_ARGUMENT", "OUT_OF_RANGE"):
+            fail(f"{err.code}: {err.details}", EXIT_USAGE)
+        fail(f"{err.code}: {err.details}", EXIT_REFUSED)
+
+
+def call(
+    socket: str,
+    method: str,
+    request: Message,
+    answer: type[M],
+    timeout: float = 30.0,
+    max_receive: int | None = None,
+) -> M:
+    """``method`` asked with a protobuf ``request``; its answer parsed as ``answer``."""
+    return answer.FromString(_unary(socket, method, request.SerializeToString(), timeout, max_receive))
+
+
+def call_doc(socket: str, method: str, answer: str, request: bytes = b"") -> dict[str, Any]:
+    """``method`` asked with an encoded ``request`` (empty: every field at its default); its answer, of
+    message ``answer`` (``kubeletemu.v1.ListPodsResponse``), as the document ``-o json|yaml`` prints,
+    decoded without the protobuf runtime: the same as :func:`to_dict` of the parsed message."""
+    from kubeletemu.cli.wire.protodoc import WireError, decode
+
+    data = _unary(socket, method, request, 30.0, None)
+    try:
+        return decode(answer, data)
+    except WireError as err:
+        fail(f"the daemon's answer to {method} is not a {answer}: {err}", EXIT_REFUSED)
 
 
 def to_dict(message: Any) -> dict[str, Any]:

@@ -20,10 +20,10 @@ from kubeletemu.cli.common import (
     align,
     binary_bytes,
     call,
+    call_doc,
     cpu_list,
     emit,
     socket_path,
-    stub,
     to_dict,
 )
 
@@ -61,10 +61,8 @@ def _topology_table(doc: dict[str, Any]) -> str:
 
 
 def cmd_topology(args: argparse.Namespace) -> int:
-    from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
-
     socket = socket_path(args)
-    doc = to_dict(call(stub(socket).GetNodeTopology, pb.GetNodeTopologyRequest(), socket))
+    doc = call_doc(socket, "GetNodeTopology", "kubeletemu.v1.NodeTopology")
     emit([doc], args.output, _topology_table)
     return EXIT_OK
 
@@ -73,7 +71,8 @@ def cmd_fingerprint(args: argparse.Namespace) -> int:
     from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
 
     socket = socket_path(args)
-    response = call(stub(socket).GetFingerprint, pb.GetFingerprintRequest(method=args.method), socket)
+    request = pb.GetFingerprintRequest(method=args.method)
+    response = call(socket, "GetFingerprint", request, pb.GetFingerprintResponse)
     emit([to_dict(response)], args.output, lambda d: d["fingerprint"])
     return EXIT_OK
 
@@ -106,7 +105,7 @@ def cmd_nrt(args: argparse.Namespace) -> int:
     request = pb.GetNodeResourceTopologyRequest(
         fingerprint_method=args.method, update_trigger=args.update, flavour=args.flavour
     )
-    response = call(stub(socket).GetNodeResourceTopology, request, socket)
+    response = call(socket, "GetNodeResourceTopology", request, pb.NodeResourceTopology)
     manifest = nrt_from_msg(response).to_manifest()
     if response.koordinator_device:
         # koordlet publishes the node's Device next to its NRT: one List, as `kubectl get -o yaml` prints

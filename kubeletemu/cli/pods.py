@@ -15,6 +15,7 @@ from kubeletemu.cli.common import (
     align,
     binary_bytes,
     call,
+    call_doc,
     cpu_list,
     emit,
     fail,
@@ -23,7 +24,6 @@ from kubeletemu.cli.common import (
     pod_source,
     read_pod_files,
     socket_path,
-    stub,
     to_dict,
 )
 
@@ -125,7 +125,6 @@ def cmd_admit(args: argparse.Namespace, dry_run: bool) -> int:
     # --kubelet-version was checked (and normalised) by the parser; the daemon checks it again.
     version = (args.kubelet_version or "") if dry_run else ""
     socket = socket_path(args)
-    client = stub(socket)
     rejected: list[dict[str, Any]] = []
 
     def answers() -> Any:
@@ -133,9 +132,9 @@ def cmd_admit(args: argparse.Namespace, dry_run: bool) -> int:
             source = pod_source(pod)
             if dry_run:
                 request = pb.WouldAdmitRequest(pod=source, overrides=overrides, kubelet_version=version)
-                response = call(client.WouldAdmit, request, socket)
+                response = call(socket, "WouldAdmit", request, pb.AdmitResponse)
             else:
-                response = call(client.Admit, pb.AdmitRequest(pod=source), socket)
+                response = call(socket, "Admit", pb.AdmitRequest(pod=source), pb.AdmitResponse)
             doc = _pod_json(response)
             if not doc["admitted"]:
                 rejected.append(doc)
@@ -154,8 +153,9 @@ def cmd_remove(args: argparse.Namespace) -> int:
 
     uids = [args.uid] if args.uid else [pod.uid for pod in read_pod_files(args.files)]
     socket = socket_path(args)
-    client = stub(socket)
-    answers = (to_dict(call(client.RemovePod, pb.RemovePodRequest(uid=uid), socket)) for uid in uids)
+    answers = (
+        to_dict(call(socket, "RemovePod", pb.RemovePodRequest(uid=uid), pb.RemovePodResponse)) for uid in uids
+    )
     emit(answers, args.output, lambda d: f"removed {d['namespace']}/{d['name']} ({d['uid']})")
     return EXIT_OK
 
@@ -170,10 +170,8 @@ def _list_table(doc: dict[str, Any]) -> str:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
-
     socket = socket_path(args)
-    emit([to_dict(call(stub(socket).ListPods, pb.ListPodsRequest(), socket))], args.output, _list_table)
+    emit([call_doc(socket, "ListPods", "kubeletemu.v1.ListPodsResponse")], args.output, _list_table)
     return EXIT_OK
 
 

@@ -23,7 +23,6 @@ from kubeletemu.cli.common import (
     pod_source,
     read_pod_files,
     socket_path,
-    stub,
 )
 
 if TYPE_CHECKING:
@@ -154,11 +153,11 @@ def _on_daemon(args: argparse.Namespace, pods: list[Pod]) -> list[dict[str, Any]
         except OSError as err:
             fail(f"{args.scheduler_config}: {err.strerror}")
     objects = _objects_text(args.nrt or [])
-    client = stub(socket)
     return [
         _response_doc(
             call(
-                client.Schedule,
+                socket,
+                "Schedule",
                 pb.ScheduleRequest(
                     pod=pod_source(pod),
                     objects=objects,
@@ -166,7 +165,7 @@ def _on_daemon(args: argparse.Namespace, pods: list[Pod]) -> list[dict[str, Any]
                     profile=args.profile or "",
                     flavour=args.flavour or "",
                 ),
-                socket,
+                pb.ScheduleResponse,
             )
         )
         for pod in pods

@@ -11,12 +11,10 @@ from kubeletemu.cli.common import (
     EXIT_REFUSED,
     add_output_argument,
     add_socket_arguments,
-    call,
+    call_doc,
     emit,
     fail,
     socket_path,
-    stub,
-    to_dict,
 )
 
 
@@ -68,10 +66,8 @@ def _report_table(r: dict[str, Any]) -> str:
 
 
 def cmd_shadow_report(args: argparse.Namespace) -> int:
-    from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
-
     socket = socket_path(args)
-    doc = to_dict(call(stub(socket).GetShadowReport, pb.GetShadowReportRequest(), socket))
+    doc = call_doc(socket, "GetShadowReport", "kubeletemu.v1.ShadowReport")
     emit([doc], args.output, _report_table)
     if doc["divergences"]:
         count = len(doc["divergences"])

@@ -24,7 +24,6 @@ from kubeletemu.cli.common import (
     pod_source,
     read_pod_files,
     socket_path,
-    stub,
     to_dict,
 )
 
@@ -57,8 +56,14 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             socket = socket_path(args)
             text = read_text(path)
             request = pb.SimulateRequest(simulation=text, files=pod_files(text, Path(path).parent))
-            client = stub(socket, max_receive=SIMULATION_MAX_MESSAGE)
-            response = call(client.Simulate, request, socket, timeout=SIMULATION_TIMEOUT)
+            response = call(
+                socket,
+                "Simulate",
+                request,
+                pb.SimulateResponse,
+                timeout=SIMULATION_TIMEOUT,
+                max_receive=SIMULATION_MAX_MESSAGE,
+            )
             table, as_json = response.table, response.json
         else:
             report = load_simulation(path).run()
@@ -99,7 +104,6 @@ def cmd_least_numa_nodes(args: argparse.Namespace) -> int:
 
     pods = read_pod_files(args.files)
     socket = socket_path(args)
-    client = stub(socket)
     misfits: list[str] = []
 
     def answers() -> Any:
@@ -109,7 +113,7 @@ def cmd_least_numa_nodes(args: argparse.Namespace) -> int:
                 scope=args.scope or "",
                 max_numa_nodes=args.max_numa_nodes or 0,
             )
-            doc = to_dict(call(client.LeastNUMANodes, request, socket))
+            doc = to_dict(call(socket, "LeastNUMANodes", request, pb.LeastNUMANodesResponse))
             doc["pod"] = f"{pod.namespace}/{pod.name}"
             if doc["numa_nodes"] < 0:
                 misfits.append(doc["pod"])

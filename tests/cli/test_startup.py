@@ -89,42 +89,54 @@ def test_parsing_and_usage_errors_import_nothing_heavy(args: tuple[str, ...]) ->
     assert heavy(modules) == []
 
 
-def test_a_client_imports_grpc_and_its_stubs_only(make_daemon: MakeDaemon, tmp_path: Path) -> None:
-    """``list`` (a table with CPU sets and memory) needs gRPC, protobuf and the stubs; ``would-admit`` also
-    the manifest reader (YAML, quantities, the fields' checks). Neither loads the engine, the
-    configuration loader, the probe, nor the daemon's libraries (reflection, health)."""
+def test_clients_import_neither_grpc_nor_more_than_they_decode(
+    make_daemon: MakeDaemon, tmp_path: Path
+) -> None:
+    """No command imports grpcio: the CLI speaks HTTP/2 itself (kubeletemu.cli.wire). ``list`` (a table
+    with CPU sets and memory) decodes its answer from the generated schema, without the protobuf runtime
+    or the stubs; ``would-admit`` builds its request with the message classes and reads the manifest
+    (YAML, quantities, the fields' checks). Neither loads the engine, the configuration loader, the probe,
+    nor the daemon's libraries (reflection, health)."""
     daemon = make_daemon()
     socket = ("--socket", str(daemon.socket))
     (tmp_path / "p.yaml").write_text(pod("p"))
     (tmp_path / "q.yaml").write_text(pod("q"))
     assert run("admit", "-f", str(tmp_path / "p.yaml"), *socket).returncode == 0
-    client = ("grpc", "google.protobuf", "kubeletemu._proto", "kubeletemu.daemon", "hostprobe")
     out, modules = imported("list", *socket)
     assert out.returncode == 0 and "prod/p" in out.stdout, out.stderr[-2000:]
-    assert heavy(modules, client) == []
-    assert {m for m in modules if m.startswith(("hostprobe", "kubeletemu.daemon"))} == {
+    assert heavy(modules, ("kubeletemu._proto", "kubeletemu.daemon", "hostprobe")) == []
+    assert {m for m in modules if m.startswith(("kubeletemu._proto", "hostprobe", "kubeletemu.daemon"))} == {
+        "kubeletemu._proto",
+        "kubeletemu._proto.wireschema",  # the messages as plain data
         "hostprobe",
         "hostprobe.parse",  # the cpuset list format
         "kubeletemu.daemon",
         "kubeletemu.daemon.refusals",  # tells a daemon's UNAVAILABLE from an unreachable one
     }
-    # `import grpc` imports these packages' empty tops itself; their services are the daemon's.
-    assert not [m for m in modules if m.startswith(("grpc_reflection.", "grpc_health."))]
     out, modules = imported("would-admit", "-f", str(tmp_path / "q.yaml"), *socket)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert heavy(modules, (*client, "yaml", "kubeletemu.manifest")) == [
+    client = (
+        "google.protobuf",
+        "kubeletemu._proto",
+        "kubeletemu.daemon",
+        "hostprobe",
+        "yaml",
+        "kubeletemu.manifest",
+    )
+    assert heavy(modules, client) == [
         "kubeletemu.config",
         "kubeletemu.config.errors",
         "kubeletemu.config.fields",
         "kubeletemu.config.validation",
     ]
+    assert not [m for m in modules if m == "grpc" or m.startswith("grpc.")]
 
 
 def test_an_unreachable_daemon_is_reported_without_the_engine(tmp_path: Path) -> None:
     out, modules = imported("list", "--socket", str(tmp_path / "nobody.sock"))
     assert out.returncode == 3
     assert f"kubeletemu: cannot reach the daemon at {tmp_path / 'nobody.sock'}" in out.stderr
-    assert heavy(modules, ("grpc", "google.protobuf", "kubeletemu._proto", "kubeletemu.daemon")) == []
+    assert heavy(modules, ("kubeletemu._proto", "kubeletemu.daemon")) == []
     assert {m for m in modules if m.startswith("kubeletemu.daemon")} == {
         "kubeletemu.daemon",
         "kubeletemu.daemon.refusals",
