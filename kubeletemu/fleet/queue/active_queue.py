@@ -189,8 +189,7 @@ class ActiveQueue:
             info.backoff_expiration = ZERO_TIME
         self.sched_cycle += 1
         if self._clear_at_pop:
-            info.unschedulable_plugins.clear()
-            info.pending_plugins.clear()
+            info.unschedulable_plugins = info.pending_plugins = frozenset()
             info.gating_plugin = ""
             info.gating_plugin_events = ()
 

@@ -8,7 +8,8 @@ other time).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
 
 from kubeletemu.fleet.queue.events import ClusterEvent
 from kubeletemu.pod import Pod
@@ -45,8 +46,9 @@ class QueuedPodInfo:
     consecutive_errors_count: int = 0
     backoff_expiration: int = ZERO_TIME
     initial_attempt_timestamp: int | None = None
-    unschedulable_plugins: set[str] = field(default_factory=set)
-    pending_plugins: set[str] = field(default_factory=set)
+    # Never changed in place, only replaced: a burst of pods failing at once shares one set per rejection.
+    unschedulable_plugins: AbstractSet[str] = frozenset()
+    pending_plugins: AbstractSet[str] = frozenset()
     gating_plugin: str = ""
     gating_plugin_events: tuple[ClusterEvent, ...] = ()
     # Up to 1.33 a flag; from 1.34 derived from gating_plugin (see gated()).
@@ -59,11 +61,10 @@ class QueuedPodInfo:
         return self.gating_plugin != "" or self.gated_flag
 
     def rejector_plugins(self) -> set[str]:
-        return self.unschedulable_plugins | self.pending_plugins
+        return set(self.unschedulable_plugins) | self.pending_plugins
 
     def clear_rejector_plugins(self) -> None:
         """``ClearRejectorPlugins`` (1.36; before, what Pop cleared)."""
-        self.unschedulable_plugins.clear()
-        self.pending_plugins.clear()
+        self.unschedulable_plugins = self.pending_plugins = frozenset()
         self.gating_plugin = ""
         self.gating_plugin_events = ()

@@ -78,8 +78,9 @@ QUEUE_AFTER_BACKOFF = "queueAfterBackoff"
 QUEUE_IMMEDIATELY = "queueImmediately"
 
 LessFn = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
-# A failed attempt's rejecting plugins (unschedulable, pending), or None: the pod needs a cycle.
-AttemptAnswer = Callable[[Pod], tuple[Iterable[str], Iterable[str]] | None]
+# A failed attempt's rejecting plugins (unschedulable, pending), or None: the pod needs a cycle. Frozen: the
+# pods answered alike share them.
+AttemptAnswer = Callable[[Pod], tuple[frozenset[str], frozenset[str]] | None]
 PreEnqueueCheck = Callable[[Pod], bool]
 
 
@@ -242,7 +243,7 @@ class PriorityQueue:
             for plugin in plugins:
                 if plugin.pre_enqueue(info.pod):
                     continue
-                info.unschedulable_plugins.add(plugin.name)
+                info.unschedulable_plugins = info.unschedulable_plugins | {plugin.name}
                 info.gated_flag = True
                 return
             info.gated_flag = False
@@ -261,7 +262,7 @@ class PriorityQueue:
     def _run_one(self, plugin: PreEnqueuePlugin, info: QueuedPodInfo) -> bool:
         if plugin.pre_enqueue(info.pod):
             return True
-        info.unschedulable_plugins.add(plugin.name)
+        info.unschedulable_plugins = info.unschedulable_plugins | {plugin.name}
         info.gating_plugin = plugin.name
         info.gating_plugin_events = tuple(self.plugin_to_events.get(plugin.name, ()))
         return False
@@ -343,7 +344,7 @@ class PriorityQueue:
 
     def new_queued_pod_info(self, pod: Pod, *plugins: str) -> QueuedPodInfo:
         """``newQueuedPodInfo``: stamped now, never attempted."""
-        return QueuedPodInfo(pod=pod, timestamp=self._now(), unschedulable_plugins=set(plugins))
+        return QueuedPodInfo(pod=pod, timestamp=self._now(), unschedulable_plugins=frozenset(plugins))
 
     def activate(self, pods: Iterable[Pod]) -> None:
         """``Activate``: move the pods from unschedulablePods or backoffQ to activeQ; an in-flight pod gets
@@ -423,10 +424,11 @@ class PriorityQueue:
             active_q.sched_cycle += 1
             info.gating_plugin = ""
             info.gating_plugin_events = ()
+            # The kept outcome's own sets, shared by every pod it answers (the sets are only ever replaced).
             unschedulable, pending = rejected
-            info.unschedulable_plugins = set(unschedulable)
-            info.pending_plugins = set(pending)
-            if not info.unschedulable_plugins and not info.pending_plugins:
+            info.unschedulable_plugins = unschedulable
+            info.pending_plugins = pending
+            if not unschedulable and not pending:
                 self._add_unschedulable(info, active_q.sched_cycle, ())  # an error: after backoff
                 continue
             # _count_failure, then unschedulablePods (no queue holds the pod: it was just taken).
@@ -481,8 +483,8 @@ class PriorityQueue:
     ) -> None:
         if self._clear_at_failure:
             info.clear_rejector_plugins()
-        info.unschedulable_plugins = set(unschedulable_plugins)
-        info.pending_plugins = set(pending_plugins)
+        info.unschedulable_plugins = frozenset(unschedulable_plugins)
+        info.pending_plugins = frozenset(pending_plugins)
 
     def add_unschedulable_if_not_present(self, info: QueuedPodInfo, pod_scheduling_cycle: int) -> None:
         """``AddUnschedulableIfNotPresent``: a pod back from a failed attempt. Raises
