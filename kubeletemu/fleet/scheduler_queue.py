@@ -36,8 +36,9 @@ from kubeletemu.fleet.workload import PodRecord
 from kubeletemu.pod import Pod
 from kubeletemu.scheduler.objects import NodeResourceTopology
 
-# The plugins that rejected the pod's attempt (unschedulable, pending), None when it needs a cycle.
-KeptFailures = Callable[[Pod], tuple[frozenset[str], frozenset[str]] | None]
+# The plugins that rejected the attempt of a pod, given with its shape number (unschedulable, pending), None
+# when it needs a cycle.
+KeptFailures = Callable[[Pod, int], tuple[frozenset[str], frozenset[str]] | None]
 
 
 def registering_plugins(names: Iterable[str], version: str) -> list[str]:

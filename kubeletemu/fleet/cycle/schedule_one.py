@@ -135,9 +135,10 @@ class _KeptCycle:
 
 
 class KeptRejections(NamedTuple):
-    """:meth:`Scheduler.kept_rejections`: ``answer`` a pod (None: a cycle must run), then ``finish``."""
+    """:meth:`Scheduler.kept_rejections`: ``answer`` a pod, given with its shape number (None: a cycle must
+    run), then ``finish``."""
 
-    answer: Callable[[Pod], tuple[frozenset[str], frozenset[str]] | None]
+    answer: Callable[[Pod, int], tuple[frozenset[str], frozenset[str]] | None]
     finish: Callable[[], None]
 
 
@@ -317,7 +318,7 @@ class Scheduler:
         kept_cycles = self._kept_cycles
 
         def outcome(pod: Pod) -> CycleOutcome | None:
-            answered = kept.answer(pod) is not None
+            answered = kept.answer(pod, pod_shape(pod)) is not None
             kept.finish()
             return kept_cycles[pod_shape(pod)].outcome if answered else None
 
@@ -337,8 +338,7 @@ class Scheduler:
         # Per shape answered, in the order first answered: the first pod and how many.
         used: dict[Hashable, list[Any]] = {}
 
-        def answer(pod: Pod) -> tuple[frozenset[str], frozenset[str]] | None:
-            shape = pod_shape(pod)
+        def answer(pod: Pod, shape: int) -> tuple[frozenset[str], frozenset[str]] | None:
             kept = get(shape)
             if kept is None:
                 return None

@@ -122,7 +122,7 @@ class ActiveQueue:
         info = self.queue.get_by_key(pod_key(old))
         if info is None:
             return None
-        info.pod = new_pod
+        info.set_pod(new_pod)
         self.queue.add_or_update(info)
         return info
 

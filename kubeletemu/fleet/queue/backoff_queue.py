@@ -180,7 +180,7 @@ class BackoffQueue:
         for heap in (self.pod_backoff_q, self.pod_error_backoff_q):
             info = heap.get_by_key(pod_key(old))
             if info is not None:
-                info.pod = new_pod
+                info.set_pod(new_pod)
                 heap.add_or_update(info)
                 return info
         return None

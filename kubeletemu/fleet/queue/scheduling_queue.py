@@ -78,9 +78,9 @@ QUEUE_AFTER_BACKOFF = "queueAfterBackoff"
 QUEUE_IMMEDIATELY = "queueImmediately"
 
 LessFn = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
-# A failed attempt's rejecting plugins (unschedulable, pending), or None: the pod needs a cycle. Frozen: the
-# pods answered alike share them.
-AttemptAnswer = Callable[[Pod], tuple[frozenset[str], frozenset[str]] | None]
+# For a pod and its shape number: a failed attempt's rejecting plugins (unschedulable, pending), or None: the
+# pod needs a cycle. Frozen: the pods answered alike share them.
+AttemptAnswer = Callable[[Pod, int], tuple[frozenset[str], frozenset[str]] | None]
 PreEnqueueCheck = Callable[[Pod], bool]
 
 
@@ -410,7 +410,7 @@ class PriorityQueue:
                     return None
                 if on_move is not None:
                     on_move("active", ev.POP_FROM_BACKOFF_Q, info.pod)
-            rejected = answered(info.pod)
+            rejected = answered(info.pod, info.shape)
             if rejected is None:
                 active_q.move_pod_to_in_flight(info)  # nothing in flight: it cannot be already
                 return info
@@ -438,7 +438,7 @@ class PriorityQueue:
                 info.consecutive_errors_count = 0
                 info.backoff_expiration = ZERO_TIME
                 info.was_flushed_from_unschedulable = False
-            key = pod_key(info.pod)
+            key = info.key
             if pool_on_move is not None and key not in pool:
                 pool_on_move("unschedulable", ev.SCHEDULE_ATTEMPT_FAILURE, info.pod)
             pool[key] = info
@@ -698,7 +698,7 @@ class PriorityQueue:
                 return
         info = self.unschedulable_pods.get(new)
         if info is not None:
-            info.pod = new
+            info.set_pod(new)
             self.nominator.update_nominated_pod(old if old is not None else new, new)
             if self.queueing_hints_enabled:
                 for event in events:
@@ -823,7 +823,7 @@ class PriorityQueue:
                 elif "SchedulingGates" in info.unschedulable_plugins:
                     continue
             elif direct and not info.pending_plugins and info.unschedulable_plugins:
-                profile = scheduler_name(info.pod)
+                profile = info.profile
                 if profile not in plugin_sets:
                     plugin_sets[profile] = self._plugins_by_hint(profile, event, matched)
                 sets = plugin_sets[profile]
@@ -838,7 +838,7 @@ class PriorityQueue:
                             # queueAfterBackoff while backing off: moveToBackoffQ. The profile has no
                             # PreEnqueue plugin, so its PreEnqueue step leaves the ungated pod as it is:
                             # the pod goes to backoffQ and wakes Pop.
-                            key = pod_key(info.pod)
+                            key = info.key
                             pool.pop(key, None)
                             to_backoff_q(info, key, expiry, label)
                             activated = True

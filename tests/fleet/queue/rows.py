@@ -281,7 +281,7 @@ class Run:
         if "gated_flag" in fields:
             info.gated_flag = fields["gated_flag"]
         if "pod" in fields and fields.get("replace_pod"):
-            info.pod = self._pod(fields["pod"])
+            info.set_pod(self._pod(fields["pod"]))
 
     def fail(self, index: int, op: Mapping[str, Any], what: str) -> RowFailure:
         return RowFailure(f"{self.where}: op {index} {op.get('op')}: {what}")

@@ -209,20 +209,20 @@ def drive_pops(queue: PriorityQueue, clock: Clock, seed: int, fused: bool) -> li
         lambda where, event, p: moves.append((where, event, p.name))
     )
 
-    def answered(_: Pod) -> tuple[set[str], set[str]] | None:
+    def answered(_: Pod, __: int) -> tuple[frozenset[str], frozenset[str]] | None:
         roll = answers.random()
         if roll < 0.1:
             return None  # a cycle runs: this pod binds
         if roll < 0.15:
-            return set(), set()  # an error: no plugin rejected it
-        return {p for p in PLUGINS if answers.random() < 0.6} or {"always"}, set()
+            return frozenset(), frozenset()  # an error: no plugin rejected it
+        return frozenset({p for p in PLUGINS if answers.random() < 0.6} or {"always"}), frozenset()
 
     def attempt(queue: PriorityQueue, rng: random.Random) -> None:
         if fused:
             info = queue.pop(answered)
         else:
             while (info := queue.pop()) is not None:
-                rejected = answered(info.pod)
+                rejected = answered(info.pod, info.shape)
                 if rejected is None:
                     break
                 queue.handle_scheduling_failure(info, *rejected)

@@ -3,6 +3,7 @@ the same scenario, run at the version before and at the version that carries the
 
 from __future__ import annotations
 
+import dataclasses
 from types import MappingProxyType
 
 import pytest
@@ -29,6 +30,7 @@ from kubeletemu.fleet.queue.hints import (
 )
 from kubeletemu.fleet.queue.versions import check_version, in_effect, step_at
 from kubeletemu.pod import Pod
+from kubeletemu.scheduler.pod_shape import pod_shape
 
 
 def pod(name: str, priority: int = 0, nominated_node_name: str = "") -> SchedulingPod:
@@ -320,3 +322,26 @@ def test_quantity_free_pod_helpers_stay_defaults() -> None:
     info = queue.pop()
     assert info is not None and info.pod is plain
     assert queue.get_pod("p", "") is None
+
+
+@pytest.mark.parametrize("where", ["activeQ", "backoffQ", "unschedulablePods"])
+def test_an_updated_pod_keeps_its_key_shape_and_profile_beside_it(where: str) -> None:
+    """The queue reads a pod's key, shape and scheduler name from its QueuedPodInfo (bursts of thousands
+    of pods never touch the pod objects): an update in any of the three queues replaces them with the new
+    pod's."""
+    queue = PriorityQueue(Clock(), version="1.36", hints=NODE_ADD_HINTS)
+    old = pod("a")
+    queue.add(old)
+    if where != "activeQ":
+        info = queue.pop()
+        assert info is not None
+        if where == "backoffQ":
+            reject_with_event(queue, info)
+        else:
+            fail(queue, info, "p")
+    new = dataclasses.replace(old, priority=7, scheduler_name="second")
+    queue.update(old, new)
+    found = queue.active_q.get(new) or queue.backoff_q.get(new) or queue.unschedulable_pods.get(new)
+    assert found is not None and found.pod is new
+    assert (found.key, found.shape, found.profile) == ("ns/a", pod_shape(new), "second")
+    assert found.shape != pod_shape(old)
