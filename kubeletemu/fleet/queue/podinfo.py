@@ -12,7 +12,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from kubeletemu.fleet.queue.events import ClusterEvent
-from kubeletemu.fleet.queue.pods import pod_key, scheduler_name
+from kubeletemu.fleet.queue.pods import pod_key, priority, scheduler_name
 from kubeletemu.pod import Pod
 from kubeletemu.scheduler.pod_shape import pod_shape
 
@@ -41,10 +41,10 @@ class QueuedPodInfo:
     ``add_unschedulable_if_not_present``); ``gating_plugin``: the PreEnqueue plugin that gates it (up to
     1.33 only whether one does: ``gated``).
 
-    ``key``, ``shape`` and ``profile`` are the pod's queue key, shape number and scheduler name, kept
-    beside it: a burst of thousands of pods reads them without touching the pod objects, which at full
-    scale costs as much in memory traffic as the rest of the loop. A pod is replaced through
-    :meth:`set_pod`, which keeps them."""
+    ``key``, ``shape``, ``profile`` and ``priority`` are the pod's queue key, shape number, scheduler
+    name and priority (0 when unset), kept beside it: a burst of thousands of pods reads them without
+    touching the pod objects, which at full scale cost more in memory traffic than the work on them. A
+    pod is replaced through :meth:`set_pod`, which keeps them."""
 
     pod: Pod
     timestamp: int = ZERO_TIME
@@ -64,6 +64,7 @@ class QueuedPodInfo:
     key: str = field(init=False, default="")
     shape: int = field(init=False, default=-1)
     profile: str = field(init=False, default="")
+    priority: int = field(init=False, default=0)
 
     def __post_init__(self) -> None:
         self.set_pod(self.pod)
@@ -74,6 +75,7 @@ class QueuedPodInfo:
         self.key = pod_key(pod)
         self.shape = pod_shape(pod)
         self.profile = scheduler_name(pod)
+        self.priority = priority(pod)
 
     @property
     def gated(self) -> bool:

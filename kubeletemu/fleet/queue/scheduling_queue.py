@@ -92,8 +92,7 @@ def priority_sort(a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
 
 def priority_sort_key(info: QueuedPodInfo) -> tuple[int, int]:
     """:func:`priority_sort` as a value: ``priority_sort(a, b) == key(a) < key(b)``."""
-    value = info.pod.priority  # priority(), inline: a heap computes this key at every add
-    return -(value if value is not None else 0), info.timestamp
+    return -info.priority, info.timestamp  # the pod's priority(), kept on the info
 
 
 # The QueueSort less functions the heaps may compare as values (see heap.Heap's sort_key).

@@ -325,10 +325,10 @@ def test_quantity_free_pod_helpers_stay_defaults() -> None:
 
 
 @pytest.mark.parametrize("where", ["activeQ", "backoffQ", "unschedulablePods"])
-def test_an_updated_pod_keeps_its_key_shape_and_profile_beside_it(where: str) -> None:
-    """The queue reads a pod's key, shape and scheduler name from its QueuedPodInfo (bursts of thousands
-    of pods never touch the pod objects): an update in any of the three queues replaces them with the new
-    pod's."""
+def test_an_updated_pod_keeps_its_key_shape_profile_and_priority_beside_it(where: str) -> None:
+    """The queue reads a pod's key, shape, scheduler name and priority from its QueuedPodInfo (bursts of
+    thousands of pods never touch the pod objects): an update in any of the three queues replaces them
+    with the new pod's."""
     queue = PriorityQueue(Clock(), version="1.36", hints=NODE_ADD_HINTS)
     old = pod("a")
     queue.add(old)
@@ -343,5 +343,5 @@ def test_an_updated_pod_keeps_its_key_shape_and_profile_beside_it(where: str) ->
     queue.update(old, new)
     found = queue.active_q.get(new) or queue.backoff_q.get(new) or queue.unschedulable_pods.get(new)
     assert found is not None and found.pod is new
-    assert (found.key, found.shape, found.profile) == ("ns/a", pod_shape(new), "second")
+    assert (found.key, found.shape, found.profile, found.priority) == ("ns/a", pod_shape(new), "second", 7)
     assert found.shape != pod_shape(old)
