@@ -56,13 +56,17 @@ class CachedTopology:
     def __init__(self, cache: Cache, *, memo: bool = True) -> None:
         self.cache = cache
         self.memo = memo
-        self._epoch = 0
+        # A node's version is a number: each change reported takes the next one, for the node it names
+        # (_versions) or for every node (_floor, what an unchanged node reads). Equal numbers: no change
+        # between; plain ints, so a cycle reads the versions of a thousand nodes without building any.
+        self._numbered = 0
+        self._floor = 0
         self._versions: dict[str, int] = {}
-        self._answers: dict[str, tuple[tuple[int, int], NodeResourceTopology | None, bool]] = {}
+        self._answers: dict[str, tuple[int, NodeResourceTopology | None, bool]] = {}
         self.generation = 0  # moves with every change reported: part of the scheduler's cycle state
 
     def topology(self, node: NodeInfo, pod: Pod) -> NodeResourceTopology | None:
-        key = (self._epoch, self._versions.get(node.name, 0))
+        key = self._version(node.name)
         answer = self._answers.get(node.name) if self.memo else None
         if answer is None or answer[0] != key:
             nrt, info = self.cache.get_cached_nrt_copy(node.name, pod)
@@ -74,14 +78,18 @@ class CachedTopology:
 
     def version(self, node: NodeInfo) -> Hashable | None:
         """What :meth:`topology` answers for ``node`` changes only when this does (None: asked every time)."""
-        return (self._epoch, self._versions.get(node.name, 0)) if self.memo else None
+        return self._version(node.name) if self.memo else None
 
     def versions(self, nodes: Sequence[NodeInfo]) -> list[Hashable | None]:
         """:meth:`version` of each node, in one pass."""
         if not self.memo:
             return [None] * len(nodes)
-        epoch, get = self._epoch, self._versions.get
-        return [(epoch, get(node.name, 0)) for node in nodes]
+        floor, get = self._floor, self._versions.get
+        return [version if (version := get(node.name, 0)) > floor else floor for node in nodes]
+
+    def _version(self, name: str) -> int:
+        version = self._versions.get(name, 0)
+        return version if version > self._floor else self._floor
 
     def node_maybe_overreserved(self, node_name: str, pod: Pod) -> None:
         # Marks the node dirty; lookups do not depend on the mark, so the kept answer stays valid.
@@ -96,11 +104,13 @@ class CachedTopology:
         self.cache.nodes_maybe_over_reserved(node_names, pod, times)
 
     def changed(self, node_name: str) -> None:
-        self._versions[node_name] = self._versions.get(node_name, 0) + 1
+        self._numbered += 1
+        self._versions[node_name] = self._numbered
         self.generation += 1
 
     def changed_all(self) -> None:
-        self._epoch += 1
+        self._numbered += 1
+        self._floor = self._numbered
         self.generation += 1
 
 
