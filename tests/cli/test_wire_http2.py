@@ -18,7 +18,7 @@ import pytest
 from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
 from kubeletemu.cli.wire.http2 import DEFAULT_WINDOW, CallError, unary
 from kubeletemu.daemon.refusals import REFUSAL_KEY
-from tests.cli.support import MakeDaemon
+from tests.cli.support import MakeDaemon, kubeletemu
 from tests.daemon.daemon_process import DaemonProcess
 
 SERVICE = "/kubeletemu.v1.Admission/"
@@ -195,3 +195,16 @@ def test_a_silent_peer_is_a_deadline_and_a_closing_one_unavailable(peer: tuple[s
     with pytest.raises(CallError) as closed:
         unary(path, SERVICE + "ListPods", b"")
     assert closed.value.code == "UNAVAILABLE" and closed.value.reached
+
+
+def test_the_cli_reports_a_daemon_gone_mid_request(peer: tuple[str, list[str]], tmp_path: Path) -> None:
+    """The CLI restores SIGPIPE's default (so `| head` ends it quietly); a daemon that hangs up while a
+    large request is being written must still give exit 3 and one line, not a silent death by SIGPIPE."""
+    path, behaviour = peer
+    behaviour.append("hang-up")
+    big = tmp_path / "big.json"
+    big.write_text(manifest("big", annotation="x" * 250_000))
+    out = kubeletemu("would-admit", "-f", str(big), "--socket", path)
+    assert out.returncode == 3, (out.returncode, out.stderr)
+    assert out.stderr.startswith(f"kubeletemu: cannot reach the daemon at {path}: ")
+    assert out.stderr.count("\n") == 1

@@ -207,7 +207,9 @@ class _Call:
     def _send(self, data: bytes) -> None:
         try:
             self.sock.settimeout(self._remaining())
-            self.sock.sendall(data)
+            # MSG_NOSIGNAL: a daemon gone mid-request is EPIPE here, not a SIGPIPE that kills the CLI
+            # (which restores SIGPIPE's default so that `| head` ends it quietly).
+            self.sock.sendall(data, socket.MSG_NOSIGNAL)
         except TimeoutError:
             raise CallError("DEADLINE_EXCEEDED", "Deadline Exceeded") from None
         except OSError as err:
