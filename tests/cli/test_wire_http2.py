@@ -147,8 +147,8 @@ def test_no_socket_and_nobody_listening_are_not_reached(tmp_path: Path) -> None:
 
 @pytest.fixture
 def peer(tmp_path: Path) -> Iterator[tuple[str, list[str]]]:
-    """A listener that does what the test appends to its list: ``hang`` (read, never answer) or
-    ``hang-up`` (close at once)."""
+    """A listener that does what the test appends to its list: ``hang`` (read, never answer), ``hang-up``
+    (close at once) or ``reset:N`` (reset the call's stream with HTTP/2 error code N)."""
     path = str(tmp_path / "peer.sock")
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
@@ -166,6 +166,12 @@ def peer(tmp_path: Path) -> Iterator[tuple[str, list[str]]]:
             if behaviour[-1] == "hang-up":
                 conn.close()
                 continue
+            if behaviour[-1].startswith("reset:"):  # an empty SETTINGS, then RST_STREAM on stream 1
+                conn.recv(65_536)
+                code = int(behaviour[-1].removeprefix("reset:"))
+                settings = bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+                reset = bytes([0, 0, 4, 3, 0, 0, 0, 0, 1]) + code.to_bytes(4, "big")
+                conn.sendall(settings + reset)
             conn.settimeout(0.1)
             while not stop.is_set():
                 try:
@@ -208,3 +214,19 @@ def test_the_cli_reports_a_daemon_gone_mid_request(peer: tuple[str, list[str]], 
     assert out.returncode == 3, (out.returncode, out.stderr)
     assert out.stderr.startswith(f"kubeletemu: cannot reach the daemon at {path}: ")
     assert out.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("error", "code"),
+    [(0x7, "UNAVAILABLE"), (0x8, "CANCELLED"), (0xB, "RESOURCE_EXHAUSTED"), (0xC, "PERMISSION_DENIED"),
+     (0x2, "INTERNAL")],
+)  # fmt: skip
+def test_a_reset_stream_is_the_status_grpc_core_gives_it(
+    peer: tuple[str, list[str]], error: int, code: str
+) -> None:
+    """RST_STREAM's error code as grpc core's grpc_http2_error_to_grpc_status maps it."""
+    path, behaviour = peer
+    behaviour.append(f"reset:{error}")
+    with pytest.raises(CallError) as reset:
+        unary(path, SERVICE + "ListPods", b"", timeout=5)
+    assert reset.value.code == code and reset.value.reached

@@ -64,6 +64,10 @@ _HTTP_STATUS = {
 }
 
 
+# An HTTP/2 error code in RST_STREAM (RFC 9113 §7) as grpc's status; see _Call._receive.
+_RESET_STATUS = {0x7: "UNAVAILABLE", 0x8: "CANCELLED", 0xB: "RESOURCE_EXHAUSTED", 0xC: "PERMISSION_DENIED"}
+
+
 class CallError(Exception):
     """A call that did not answer OK: the status name, its message, the trailers (the metadata the daemon
     sent with it), and whether the daemon was reached at all (a socket that could not be connected)."""
@@ -279,8 +283,12 @@ class _Call:
                 self.ended = True
         elif kind == RST_STREAM:
             error = int.from_bytes(payload[:4], "big")
-            # grpc maps the stream's reset: CANCEL is CANCELLED, REFUSED_STREAM UNAVAILABLE, others INTERNAL.
-            code = {0x8: "CANCELLED", 0x7: "UNAVAILABLE"}.get(error, "INTERNAL")
+            # grpc core's grpc_http2_error_to_grpc_status: CANCEL is CANCELLED (DEADLINE_EXCEEDED once the
+            # deadline has passed), ENHANCE_YOUR_CALM RESOURCE_EXHAUSTED, INADEQUATE_SECURITY
+            # PERMISSION_DENIED, REFUSED_STREAM UNAVAILABLE, anything else INTERNAL.
+            code = _RESET_STATUS.get(error, "INTERNAL")
+            if error == 0x8 and time.monotonic() >= self.deadline:
+                code = "DEADLINE_EXCEEDED"
             raise CallError(code, f"the daemon reset the stream (HTTP/2 error {error})")
 
     def _settings(self, payload: bytes) -> None:
