@@ -318,9 +318,10 @@ class Scheduler:
         kept_cycles = self._kept_cycles
 
         def outcome(pod: Pod) -> CycleOutcome | None:
-            answered = kept.answer(pod, pod_shape(pod)) is not None
+            shape = pod_shape(pod)
+            answered = kept.answer(pod, shape) is not None
             kept.finish()
-            return kept_cycles[pod_shape(pod)].outcome if answered else None
+            return kept_cycles[shape].outcome if answered else None
 
         return outcome
 

@@ -95,7 +95,7 @@ class ActiveQueue:
     ) -> None:
         """``sort_key``: ``less`` as a value, when it is one (the heap then compares values)."""
         self.on_move = on_move
-        self.queue: Heap[QueuedPodInfo] = Heap(lambda info: pod_key(info.pod), less, sort_key)
+        self.queue: Heap[QueuedPodInfo] = Heap(lambda info: info.key, less, sort_key)
         self.queueing_hints = queueing_hints
         self.backoff_popper = backoff_popper
         self.in_flight_pods: dict[str, _Entry] = {}

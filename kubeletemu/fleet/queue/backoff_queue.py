@@ -33,7 +33,7 @@ LessFn = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
 
 
 def _key(info: QueuedPodInfo) -> str:
-    return pod_key(info.pod)
+    return info.key
 
 
 class BackoffQueue:
@@ -150,27 +150,26 @@ class BackoffQueue:
     def _to_error_queue(self, info: QueuedPodInfo) -> bool:
         return self.split and not info.unschedulable_plugins and not info.pending_plugins
 
-    def add(self, info: QueuedPodInfo, event: str | None = None, key: str | None = None) -> None:
+    def add(self, info: QueuedPodInfo, event: str | None = None) -> None:
         """``add``: into podErrorBackoffQ when no plugin rejected the pod (1.33+), else podBackoffQ; the
-        pod leaves the other heap (upstream reports that as an error, and counts no move). ``key``: the
-        pod's, when the caller has it."""
+        pod leaves the other heap (upstream reports that as an error, and counts no move)."""
         if self._to_error_queue(info):
             target, other = self.pod_error_backoff_q, self.pod_backoff_q
         else:
             target, other = self.pod_backoff_q, self.pod_error_backoff_q
-        if key is None:
-            key = pod_key(info.pod)
+        key = info.key
         target.add_or_update(info, key)
         if not other.delete(info, key) and event is not None and self.on_move is not None:
             self.on_move("backoff", event, info.pod)
 
-    def add_rejected(self, info: QueuedPodInfo, key: str, expiry: int, event: str) -> None:
+    def add_rejected(self, info: QueuedPodInfo, expiry: int, event: str) -> None:
         """:meth:`add` for a pod a plugin rejected (so bound for podBackoffQ), in neither heap, with its
-        key and :meth:`backoff_time` known (one-step moves of many pods at once)."""
+        :meth:`backoff_time` known (one-step moves of many pods at once)."""
         by_priority = self._active_sort_key
         heap = self.pod_backoff_q
+        key = info.key
         if by_priority is None or key in heap.items_by_key or key in self.pod_error_backoff_q.items_by_key:
-            self.add(info, event, key)
+            self.add(info, event)
             return
         heap.push(info, key, (expiry, *by_priority(info)))
         if self.on_move is not None:

@@ -42,9 +42,7 @@ from kubeletemu.fleet.queue.podinfo import NS_PER_S, ZERO_TIME, QueuedPodInfo, t
 from kubeletemu.fleet.queue.pods import (
     is_pod_updated,
     pod_key,
-    priority,
     required_affinity_terms,
-    scheduler_name,
 )
 from kubeletemu.fleet.queue.unschedulable_pods import UnschedulablePods
 from kubeletemu.fleet.queue.versions import (
@@ -86,7 +84,7 @@ PreEnqueueCheck = Callable[[Pod], bool]
 
 def priority_sort(a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
     """``PrioritySort.Less``: higher ``spec.priority`` first, then the earlier timestamp."""
-    first, second = priority(a.pod), priority(b.pod)
+    first, second = a.priority, b.priority  # the pods' priority(), kept on the infos
     return first > second or (first == second and a.timestamp < b.timestamp)
 
 
@@ -231,7 +229,7 @@ class PriorityQueue:
     def _run_pre_enqueue_plugins(self, info: QueuedPodInfo) -> None:
         """``runPreEnqueuePlugins``: the first plugin that refuses gates the pod and is added to its
         unschedulable plugins (1.34+: and remembered with its events, and asked first next time)."""
-        plugins = self.pre_enqueue_plugins and self.pre_enqueue_plugins.get(scheduler_name(info.pod), ())
+        plugins = self.pre_enqueue_plugins and self.pre_enqueue_plugins.get(info.profile, ())
         if not plugins:  # what the loops below come to with no plugin
             if self._gating_plugin:
                 info.gating_plugin = ""
@@ -311,9 +309,8 @@ class PriorityQueue:
                 if self._gated_entry_step != 1 or self.unschedulable_pods.get(info.pod) is None:
                     self.unschedulable_pods.add_or_update(info, gated_before, event)
                 return False
-        key = pod_key(info.pod)
-        self.unschedulable_pods.delete(info.pod, gated_before, key)
-        self.backoff_q.add(info, event, key)
+        self.unschedulable_pods.delete(info.pod, gated_before, info.key)
+        self.backoff_q.add(info, event)
         return True
 
     def _requeue_with_strategy(self, info: QueuedPodInfo, strategy: str, event: str) -> str:
@@ -579,7 +576,7 @@ class PriorityQueue:
             if new is not None and (not isinstance(new, Pod) or new.uid != info.pod.uid):
                 return QUEUE_SKIP_STRATEGY
             return QUEUE_AFTER_BACKOFF
-        profile = scheduler_name(info.pod)
+        profile = info.profile
         if matched is None:
             functions = self._hint_functions(profile, event)
         else:
@@ -837,9 +834,8 @@ class PriorityQueue:
                             # queueAfterBackoff while backing off: moveToBackoffQ. The profile has no
                             # PreEnqueue plugin, so its PreEnqueue step leaves the ungated pod as it is:
                             # the pod goes to backoffQ and wakes Pop.
-                            key = info.key
-                            pool.pop(key, None)
-                            to_backoff_q(info, key, expiry, label)
+                            pool.pop(info.key, None)
+                            to_backoff_q(info, expiry, label)
                             activated = True
                             continue
             strategy = self._is_pod_worth_requeuing(info, event, old, new, matched)

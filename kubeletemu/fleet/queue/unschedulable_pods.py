@@ -30,13 +30,10 @@ class UnschedulablePods:
         info: QueuedPodInfo,
         gated_before: bool = False,
         event: str | None = None,
-        key: str | None = None,
     ) -> None:
         """Add or replace the pod's entry; a new entry counts as a move into the pool under ``event``
-        (``scheduler_queue_incoming_pods_total``), unless ``event`` is None. ``key``: the pod's, when the
-        caller has it."""
-        if key is None:
-            key = pod_key(info.pod)
+        (``scheduler_queue_incoming_pods_total``), unless ``event`` is None."""
+        key = info.key
         if key not in self.pod_info_map and event is not None and self.on_move is not None:
             self.on_move("unschedulable", event, info.pod)
         self.pod_info_map[key] = info
