@@ -33,6 +33,7 @@ DEFAULT_SOCKET = "/run/kubeletemu/kubeletemu.sock"
 DEFAULT_CONFIG = "/etc/kubeletemu/config.yaml"
 SOCKET_ENV = "KUBELETEMU_SOCKET"
 SERVICE = "kubeletemu.v1.Admission"
+CALL_TIMEOUT_S = 30.0  # a call's deadline, unless the command needs longer (simulate)
 CONFIG_ENV = "KUBELETEMU_CONFIG"
 
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
@@ -157,7 +158,7 @@ def call(
     method: str,
     request: Message,
     answer: type[M],
-    timeout: float = 30.0,
+    timeout: float = CALL_TIMEOUT_S,
     max_receive: int | None = None,
 ) -> M:
     """``method`` asked with a protobuf ``request``; its answer parsed as ``answer``."""
@@ -170,7 +171,7 @@ def call_doc(socket: str, method: str, answer: str, request: bytes = b"") -> dic
     decoded without the protobuf runtime: the same as :func:`to_dict` of the parsed message."""
     from kubeletemu.cli.wire.protodoc import WireError, decode
 
-    data = _unary(socket, method, request, 30.0, None)
+    data = _unary(socket, method, request, CALL_TIMEOUT_S, None)
     try:
         return decode(answer, data)
     except WireError as err:
