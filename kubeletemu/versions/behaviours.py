@@ -1,10 +1,11 @@
 """Behaviours that differ between the supported kubelet versions (issue 16), one registry for code and docs.
 
-Each behaviour is a row of the README's version table: what a 1.33 kubelet does (``before``) and each later
-change with the first version that carries it and the upstream PR or KEP that made it. The data lives in
-``data/behaviours/*.json`` (one file per component, so separate areas can grow without touching each
-other); the code asks :func:`in_effect` / :func:`step_at` at the emulated version, and the README table is
-generated from the same data by :func:`table_markdown` (a test keeps the two equal), so they cannot drift.
+Each behaviour is a row of the version table in docs/kubelet-versions.md: what a 1.33 kubelet does
+(``before``) and each later change with the first version that carries it and the upstream PR or KEP that
+made it. The data lives in ``data/behaviours/*.json`` (one file per component, so separate areas can grow
+without touching each other); the code asks :func:`in_effect` / :func:`step_at` at the emulated version,
+and the documented table is generated from the same data by :func:`table_markdown` (a test keeps the two
+equal), so they cannot drift.
 
 A JSON file holds ``{"behaviours": [{"key", "component", "title", "before", "changes": [{"since",
 "summary", "ref"}, ...]}, ...]}``; ``since`` is a supported minor (``"1.34"``) or ``"master"``. A row may
@@ -84,10 +85,10 @@ def in_effect(key: str, version: str = MASTER) -> bool:
 
 
 def table_markdown(versions: Sequence[str] = SUPPORTED) -> str:
-    """The README table: a row per behaviour, a column per version; a cell names the behaviour in effect,
-    and where a change lands in that version, the change's reference. The registered behaviours come
-    first, then the rows derived from the policy options' maturity and the feature gates
-    (:mod:`kubeletemu.versions.derived_rows`)."""
+    """The version table (docs/kubelet-versions.md): a row per behaviour, a column per version; a cell
+    names the behaviour in effect, and where a change lands in that version, the change's reference. The
+    registered behaviours come first, then the rows derived from the policy options' maturity and the
+    feature gates (:mod:`kubeletemu.versions.derived_rows`)."""
     header = "| behaviour | " + " | ".join(versions) + " |"
     rule = "| --- |" + " --- |" * len(versions)
     rows = [header, rule]

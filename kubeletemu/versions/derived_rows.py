@@ -1,4 +1,4 @@
-"""README version-table rows derived from data that already exists elsewhere (issue 16).
+"""Version-table rows (docs/kubelet-versions.md) derived from data that already exists elsewhere (issue 16).
 
 Policy options' maturity (``policy_options.py``) and feature gates (``data/feature_gates.json``) differ
 between the supported kubelets too; their rows are computed from those tables, so no fact is written

@@ -1,8 +1,9 @@
-"""``python -m kubeletemu.versions.table``: rewrite the README's kubelet-version table from the data.
+"""``python -m kubeletemu.versions.table``: rewrite the documented kubelet-version table from the data.
 
-The table sits between ``<!-- version-table:begin -->`` and ``<!-- version-table:end -->`` in README.md
-and is :func:`kubeletemu.versions.behaviours.table_markdown`'s output, so README and registry cannot
-drift (a test compares them). ``--check`` only reports whether the README is current (exit 1 if not).
+The table sits between ``<!-- version-table:begin -->`` and ``<!-- version-table:end -->`` in
+docs/kubelet-versions.md and is :func:`kubeletemu.versions.behaviours.table_markdown`'s output, so the page
+and the registry cannot drift (a test compares them). ``--check`` only reports whether the page is current
+(exit 1 if not).
 """
 
 from __future__ import annotations
@@ -16,11 +17,11 @@ from kubeletemu.versions.behaviours import table_markdown
 
 BEGIN = "<!-- version-table:begin -->"
 END = "<!-- version-table:end -->"
-DEFAULT_README = Path(__file__).resolve().parents[2] / "README.md"
+DEFAULT_PAGE = Path(__file__).resolve().parents[2] / "docs" / "kubelet-versions.md"
 
 
 class TableMarkersError(ValueError):
-    """The README lacks the markers, or has them more than once or out of order."""
+    """The page lacks the markers, or has them more than once or out of order."""
 
 
 def with_table(text: str, table: str, where: str = "README.md") -> str:
@@ -36,8 +37,13 @@ def with_table(text: str, table: str, where: str = "README.md") -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m kubeletemu.versions.table", description=__doc__)
-    parser.add_argument("--readme", type=Path, default=DEFAULT_README, help="README to rewrite")
-    parser.add_argument("--check", action="store_true", help="exit 1 if the README is not current")
+    parser.add_argument(
+        "--readme",
+        type=Path,
+        default=DEFAULT_PAGE,
+        help="the Markdown page to rewrite (default: docs/kubelet-versions.md)",
+    )
+    parser.add_argument("--check", action="store_true", help="exit 1 if the page is not current")
     args = parser.parse_args(argv)
     path: Path = args.readme
     try:

@@ -1,4 +1,5 @@
-"""The README's kubelet-version table is generated from the data (``python -m kubeletemu.versions.table``)."""
+"""The version table of docs/kubelet-versions.md is generated from the data
+(``python -m kubeletemu.versions.table``)."""
 
 from __future__ import annotations
 
@@ -11,14 +12,18 @@ from kubeletemu.versions.behaviours import behaviours, table_markdown
 from kubeletemu.versions.derived_rows import TABLE_GATES, derived_rows
 from kubeletemu.versions.table import BEGIN, END, TableMarkersError, main, with_table
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "kubelet-versions.md"
 
 
-def test_readme_table_matches_the_data() -> None:
-    text = README.read_text(encoding="utf-8")
-    assert with_table(text, table_markdown(), "README.md") == text, (
-        "README version table is out of date: run python -m kubeletemu.versions.table"
+def test_documented_table_matches_the_data() -> None:
+    text = PAGE.read_text(encoding="utf-8")
+    assert with_table(text, table_markdown(), str(PAGE)) == text, (
+        "docs/kubelet-versions.md's version table is out of date: run python -m kubeletemu.versions.table"
     )
+
+
+def test_default_page_is_the_documented_one() -> None:
+    assert main(["--check"]) == 0
 
 
 def test_table_has_a_row_per_behaviour_and_derived_row() -> None:
