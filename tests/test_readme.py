@@ -1,14 +1,15 @@
-"""Every example in the README runs as written.
+"""Every example in the README and in docs/*.md runs as written, and every relative link resolves.
 
 Each fenced ``sh``/``python`` block is marked by a hidden ``<!-- readme-example: NAME -->`` comment, and
 NAME says how it is checked here. Three kinds are run for real: the quick start (a fresh virtualenv with
 ``pip install .`` in a copy of this checkout, the daemon started at a terminal, the next steps it prints
 run in a second shell with a clean environment, followed by the client, podresources and simulation
-examples); the systemd installation (into a scratch root, ``systemd-analyze verify`` on the installed
-unit); the Python snippet. Two cannot run here and are checked as far as they can be: the shadow-mode
-examples need a real kubelet (``tests/shadow`` runs the same commands against a kubelet double), and the
-benchmark loop takes minutes (``benchmarks/`` is its own check): their shell must parse and every
-``kubeletemu`` command in them must be one the CLI accepts. The test command is ``.ci/run``'s.
+examples, each from the checkout, which must hold no new file afterwards); the systemd installation (into
+a scratch root, ``systemd-analyze verify`` on the installed unit); the Python snippet. Two cannot run here
+and are checked as far as they can be: the shadow-mode examples need a real kubelet (``tests/shadow`` runs
+the same commands against a kubelet double), and the benchmark loop takes minutes (``benchmarks/`` is its
+own check): their shell must parse and every ``kubeletemu`` command in them must be one the CLI accepts.
+The test command is ``.ci/run``'s.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import shutil
 import signal
 import subprocess
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,20 +36,23 @@ from kubeletemu.cli import build_parser
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
+# The README is the front door; each area's reference is a page of docs/.
+PAGES = [README, *sorted((REPO / "docs").glob("*.md"))]
 MARKER = re.compile(r"<!-- readme-example: ([a-z-]+) -->\n```(\w+)\n(.*?)\n```", re.DOTALL)
-KINDS = {
-    "quickstart",
-    "tests",
-    "client",
-    "podresources",
-    "simulate",
-    "schedule",
-    "systemd",
-    "needs-kubelet",
-    "benchmarks",
-    "fleet",
+# How many examples of each kind the pages hold: moving text between pages must not lose one.
+COUNTS = {
+    "quickstart": 1,
+    "tests": 1,
+    "client": 1,
+    "podresources": 1,
+    "simulate": 1,
+    "schedule": 1,
+    "systemd": 1,
+    "needs-kubelet": 2,
+    "benchmarks": 1,
+    "fleet": 1,
+    "python": 1,
 }
-KINDS |= {"python"}
 # The quick start's scratch directory; the test moves it under its own temporary directory.
 QUICKSTART_DIR = "/tmp/kubeletemu"
 SYSTEMD_ANALYZE = shutil.which("systemd-analyze")
@@ -58,25 +63,31 @@ class Example:
     kind: str
     language: str
     body: str
+    page: Path
 
 
 def examples() -> list[Example]:
-    return [Example(kind, lang, body) for kind, lang, body in MARKER.findall(README.read_text())]
+    return [
+        Example(kind, lang, body, page)
+        for page in PAGES
+        for kind, lang, body in MARKER.findall(page.read_text())
+    ]
 
 
 def of_kind(kind: str) -> list[Example]:
     found = [e for e in examples() if e.kind == kind]
-    assert found, f"no README example of kind {kind}"
+    assert found, f"no example of kind {kind} in README.md or docs/"
     return found
 
 
 def test_every_example_is_marked_and_known() -> None:
-    text = README.read_text()
-    fenced = re.findall(r"^```(sh|python|bash)$", text, re.MULTILINE)
-    marked = examples()
-    assert len(marked) == len(fenced), "a ```sh or ```python block without a readme-example marker"
-    assert {e.kind for e in marked} <= KINDS
-    assert {e.kind for e in marked} == KINDS
+    for page in PAGES:
+        fenced = re.findall(r"^```(sh|python|bash)$", page.read_text(), re.MULTILINE)
+        marked = [e for e in examples() if e.page == page]
+        assert len(marked) == len(fenced), f"{page.name}: a ```sh or ```python block without a marker"
+    assert Counter(e.kind for e in examples()) == COUNTS
+    # The two fresh-machine commands stay on the front door.
+    assert {e.kind for e in examples() if e.page == README} == {"quickstart", "tests"}
 
 
 def test_the_test_command_is_what_ci_runs() -> None:
@@ -102,8 +113,54 @@ def test_python_snippet_prints_what_its_comment_says() -> None:
     assert printed
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(compile(snippet.body, "README.md", "exec"), {})
+        exec(compile(snippet.body, str(snippet.page), "exec"), {})
     assert out.getvalue().splitlines() == printed
+
+
+# ---- links ---------------------------------------------------------------------------------------------
+
+FENCE = re.compile(r"^```.*?^```", re.DOTALL | re.MULTILINE)
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def _prose(text: str) -> str:
+    """``text`` without fenced blocks and code spans, where brackets are code, not links."""
+    return re.sub(r"`[^`\n]*`", "", FENCE.sub("", text))
+
+
+def anchors(text: str) -> set[str]:
+    """The anchors GitHub gives a page's headings: lower case, punctuation but ``-`` and ``_`` dropped,
+    spaces made ``-``, a repeated one suffixed ``-1``, ``-2``…"""
+    seen: Counter[str] = Counter()
+    found = set()
+    for heading in re.findall(r"^#{1,6} (.+)$", FENCE.sub("", text), re.MULTILINE):
+        slug = re.sub(r"[^\w\- ]", "", heading.replace("`", "").strip().lower()).replace(" ", "-")
+        found.add(f"{slug}-{seen[slug]}" if seen[slug] else slug)
+        seen[slug] += 1
+    return found
+
+
+def test_anchors_are_githubs() -> None:
+    assert anchors("# A `b` c\n## The exporter's view: `nrt`\n## A b c\n```\n# not a heading\n```\n") == {
+        "a-b-c",
+        "the-exporters-view-nrt",
+        "a-b-c-1",
+    }
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
+def test_every_relative_link_resolves(page: Path) -> None:
+    broken = []
+    for target in LINK.findall(_prose(page.read_text())):
+        if re.match(r"[a-z]+:", target):  # https:, mailto:
+            continue
+        path, _, anchor = target.partition("#")
+        linked = (page.parent / path).resolve() if path else page
+        if not linked.exists():
+            broken.append(f"{target}: no such file")
+        elif anchor and (linked.suffix != ".md" or anchor not in anchors(linked.read_text())):
+            broken.append(f"{target}: no such heading")
+    assert not broken, f"{page.relative_to(REPO)}: " + "; ".join(broken)
 
 
 # ---- examples that cannot run here ---------------------------------------------------------------------
@@ -245,6 +302,17 @@ class Quickstart:
     def export(self) -> str:
         return self.steps[0]
 
+    def new_files(self) -> list[str]:
+        """Files the examples left in the checkout: untracked and not ignored (.venv and build/ are)."""
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=all"],
+            cwd=self.checkout,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        return [line[3:] for line in status.splitlines() if line.startswith("??")]
+
     def run(self, script: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
         """``script`` in a second terminal after the ``export``, in the checkout: on its PATH only the
         system's directories and the quick start's virtualenv, so each tool it runs is one the quick start
@@ -260,6 +328,9 @@ def quickstart(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Quickstart]
         pytest.skip("copying the checkout needs git")
     base = tmp_path_factory.mktemp("quickstart")
     checkout = _checkout_copy(base / "checkout")
+    # A git index of the copy, as it is before any example runs, so new files show as untracked.
+    for git in (["init", "-q"], ["add", "-A"]):
+        subprocess.run(["git", *git], cwd=checkout, check=True, capture_output=True)
     scratch = base / "q"
     [command] = of_kind("quickstart")
     # What the examples use and nothing of the test tools: the daemon and the grpcurl extra.
@@ -297,20 +368,42 @@ def test_the_examples_run_with_only_what_the_quickstart_installed(quickstart: Qu
     venv = quickstart.checkout / ".venv" / "bin"
     found = quickstart.run("command -v kubeletemu grpcurl")
     assert found.stdout.split() == [str(venv / "kubeletemu"), str(venv / "grpcurl")], found.stderr
+    [podresources] = of_kind("podresources")
     for kind, expected in (
         ("client", ["prod/web", "ADMITTED", "exit 1: the node already holds prod/web", "removed prod/web"]),
-        ("podresources", ["pfp0v001", "apiVersion: topology.node.k8s.io/v1alpha2", "node-0", "cpuIds"]),
+        (
+            "podresources",
+            # -emit-defaults: NUMA node 0 is shown, not the `{}` proto3 JSON leaves of a zero ID.
+            [
+                "pfp0v001",
+                "apiVersion: topology.node.k8s.io/v1alpha2",
+                "node-0",
+                '"ID": "0"',
+                *_field_names_said_printed(podresources.page),
+            ],
+        ),
         ("simulate", ["simulation on synthetic: 4 configuration(s)"]),
         ("schedule", ["prod/web: scheduled on ", '"chosen": "', "profile topo-aware-scheduler: "]),
     ):
         for example in of_kind(kind):
             out = quickstart.run(example.body)
-            assert out.returncode == 0, f"README {kind} example failed:\n{out.stdout}\n{out.stderr}"
-            shown = out.stdout
-            if kind == "podresources":
-                shown += (quickstart.checkout / "nrt.yaml").read_text()
+            assert out.returncode == 0, (
+                f"{example.page.name}: {kind} example failed:\n{out.stdout}\n{out.stderr}"
+            )
             for fragment in expected:
-                assert fragment in shown, (kind, fragment, shown)
+                assert fragment in out.stdout, (kind, fragment, out.stdout)
+    # Each example that writes files moved to a scratch directory of its own first.
+    assert quickstart.new_files() == []
+
+
+def _field_names_said_printed(page: Path) -> list[str]:
+    """The JSON field names the podresources page's table says the grpcurl calls print, quoted."""
+    shapes = r"^\| `(?:List|GetAllocatableResources)`, .*\| ([^|]+) \|$"  # the "two JSON shapes" rows
+    rows = re.findall(shapes, page.read_text(), re.MULTILINE)
+    assert len(rows) == 2, rows
+    names = [name for row in rows for name in re.findall(r"`(\w+)`", row)]
+    assert len(names) >= 6, names
+    return [f'"{name}"' for name in names]
 
 
 @pytest.mark.slow  # the example's fleet: 25 nodes, six setups, five seeds each, on a simulated clock
@@ -318,10 +411,12 @@ def test_fleet_example_prints_the_table_shown(quickstart: Quickstart) -> None:
     [example] = of_kind("fleet")
     out = quickstart.run(example.body, timeout=1800)  # minutes on a loaded 2-core machine
     assert out.returncode == 0, out.stderr
-    # The README's table is the summary over seeds: each row's seeds, TopologyAffinityError, pending p99
+    # The page's table is the summary over seeds: each row's seeds, TopologyAffinityError, pending p99
     # and time-to-Running p99 cells (mean [95 % interval]) as the command's summary lines print them.
     shown = re.findall(
-        r"^\| `([^`]+)`[^|]*\| (\d+) \| ([^|]+?) \| ([^|]+?) \| ([^|]+?) \|", README.read_text(), re.MULTILINE
+        r"^\| `([^`]+)`[^|]*\| (\d+) \| ([^|]+?) \| ([^|]+?) \| ([^|]+?) \|",
+        example.page.read_text(),
+        re.MULTILINE,
     )
     rows = {name: (seeds, tae, p99, running) for name, seeds, tae, p99, running in shown}
     assert len(rows) == 6
@@ -331,6 +426,7 @@ def test_fleet_example_prints_the_table_shown(quickstart: Quickstart) -> None:
     for name, seeds, tae, _p50, p99, running in printed:
         assert rows.pop(name) == (seeds, tae, p99, running), name
     assert not rows
+    assert quickstart.new_files() == []
 
 
 # ---- the systemd installation ------------------------------------------------------------------------
