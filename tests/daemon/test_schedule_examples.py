@@ -154,7 +154,7 @@ def test_the_default_model_says_it_is_numa_blind(node: Path) -> None:
 def test_nrt_alone_and_live_see_different_nodes(node: Path) -> None:
     """The default model reads the Node's allocatable and the pods bound to it, neither of which an NRT
     carries: ``--nrt`` with the NRT alone sees an empty node (allocatable the zones' sum), ``--live`` the
-    daemon's Node and its pod, so the same node scores differently (as the README explains)."""
+    daemon's Node and its pod, so the same node scores differently (as docs/scheduler.md explains)."""
     _, alone, _ = schedule(node, "-f", "web.yaml", "--nrt", "rte.yaml")
     _, on_daemon, _ = schedule(node, "-f", "web.yaml", *live(node))
     fit_alone, fit_live = (d["nodes"][0]["scores"][0] for d in (alone, on_daemon))

@@ -137,7 +137,7 @@ def test_pod_level_memory_only_from_master(start_daemon: StartDaemon, version: s
 
 @pytest.mark.parametrize("version", SUPPORTED)
 def test_registry_rows_agree_with_the_gates(version: str) -> None:
-    """The README rows (podresources.json) say what the versioned feature specs say."""
+    """The version-table rows (podresources.json) say what the versioned feature specs say."""
     gates = feature_gates(version)
     for key, gate in (
         ("podresources.get", "KubeletPodResourcesGet"),
