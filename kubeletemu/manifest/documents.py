@@ -10,8 +10,9 @@ The bounds are checked before the costly step each protects:
    and integers too long to convert; the scan stops at the first node past a bound, so a billion-laughs
    document costs a few thousand events, not gigabytes;
 3. for JSON, the nesting before decoding (Python's decoder recurses) and integers as they are read;
-4. then a walk of the values read: the node bound for JSON, and text that is not Unicode scalar values (a
-   lone surrogate, from a ``\\ud800`` escape).
+4. then a walk of the values read (:func:`check_values`, which the pod reader applies to a decoded object
+   given to it too): the node bound for JSON, and text that is not Unicode scalar values (a lone
+   surrogate, from a ``\\ud800`` escape).
 
 Errors are :class:`ManifestError`, naming the source, the document and the field:
 ``request: document 1: metadata.uid: Invalid value: "\\xed\\xa0\\x80abc": a lone UTF-16 surrogate ...``.
@@ -94,7 +95,7 @@ def decode_documents(text: str, source: str | None = None, limits: Limits = FILE
         _scan_yaml(text, source, limits)
         documents = _yaml_documents(text)
     for index, document in enumerate(documents, start=1):
-        _walk(document, source, index, limits)
+        check_values(document, source, index, limits)
     return documents
 
 
@@ -108,7 +109,7 @@ def yaml_documents(text: str, limits: Limits = FILE) -> list[Any]:
     documents = _yaml_documents(text)
     for index, document in enumerate(documents, start=1):
         try:
-            _walk(document, None, index, limits)
+            check_values(document, None, index, limits)
         except ManifestError as err:
             raise YAMLSyntaxError(str(err)) from None
     return documents
@@ -269,7 +270,7 @@ def _long_integer(text: str) -> str:
 # --- the values read ---------------------------------------------------------------------------------------
 
 
-def _walk(document: Any, source: str | None, index: int, limits: Limits) -> None:
+def check_values(document: Any, source: str | None, index: int = 1, limits: Limits = FILE) -> None:
     """Refuse what no reader should meet: text that is not Unicode scalar values, an integer too long to
     convert, more nodes than ``limits`` allow (counted as a list or mapping is opened, before its items are
     looked at). Iterative: the depth is bounded, the stack need not be."""

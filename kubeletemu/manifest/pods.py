@@ -40,7 +40,7 @@ from typing import Any
 
 from kubeletemu.config import fields, validation
 from kubeletemu.golang import go_quote
-from kubeletemu.manifest.documents import ManifestError, YAMLSyntaxError, decode_documents
+from kubeletemu.manifest.documents import ManifestError, YAMLSyntaxError, check_values, decode_documents
 from kubeletemu.manifest.limits import ECHO_CHARS, FILE, MAX_UID_CHARS, Limits, clip
 from kubeletemu.pod import (
     RESTART_POLICY_ALWAYS,
@@ -161,6 +161,8 @@ def pod_from_manifest(
 ) -> Pod:
     """One decoded Pod object (``kind`` and ``apiVersion`` may be omitted here)."""
     ctx = _Context(source, 1)
+    # Decoded elsewhere (a pod file, a request's message, a fleet's template): its values checked here.
+    check_values(obj, source)
     if obj.get("kind", "Pod") != "Pod":
         raise ctx.error("kind", f"{_echo(obj['kind'])} is not supported: expected Pod")
     return _pod(ctx, fields.mapping(ctx, "", obj), pod_level_resources)
