@@ -24,9 +24,9 @@ def pod_from_source(source: pb.PodSource) -> Pod:
     if which == "manifest":
         pods = parse_pods(source.manifest, SOURCE, limits=REQUEST)
         if len(pods) != 1:
-            raise ManifestError(f"the manifest must hold exactly one pod, it holds {len(pods)}")
+            raise ManifestError(f"pod.manifest: the manifest must hold exactly one pod, it holds {len(pods)}")
         return pods[0]
-    raise ManifestError("no pod given: set pod or manifest")
+    raise ManifestError("pod: Required value: no pod given: set pod.pod or pod.manifest")
 
 
 def _requirements(msg: pb.ResourceRequirements) -> dict[str, Any]:
