@@ -220,6 +220,9 @@ def _scan_yaml(text: str, source: str | None, limits: Limits) -> None:
         if is_key:
             stack[-1].key = event.value if isinstance(event, yaml.ScalarEvent) else "?"
         if isinstance(event, yaml.AliasEvent):
+            if any(frame.anchor == event.anchor for frame in stack):
+                # PyYAML would build a list that holds itself, which no walk of it ends (go-yaml's text).
+                raise _at(source, document, place, f"anchor {event.anchor!r} value contains itself")
             size = anchors.get(event.anchor or "", 1)
             nodes += size
             aliased += size
