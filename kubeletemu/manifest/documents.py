@@ -43,6 +43,7 @@ _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _INT_TAG = "tag:yaml.org,2002:int"
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _BRACKETS_AND_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
+_JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{},:]', re.DOTALL)
 
 
 class ManifestError(ValueError):
@@ -90,7 +91,7 @@ def decode_documents(text: str, source: str | None = None, limits: Limits = FILE
             f"{where}the text is {len(text):,} characters long, more than the {limits.max_chars:,} a request "
             "may carry (the API server's request body limit)"
         )
-    documents = _json_document(text, source)
+    documents = _json_document(text, source, limits)
     if documents is None:
         _scan_yaml(text, source, limits)
         documents = _yaml_documents(text)
@@ -141,11 +142,18 @@ def _integer(text: str) -> int | str:
 _LONG_DIGITS = re.compile(rf"\d{{{MAX_INTEGER_CHARS + 1}}}")
 
 
-def _json_document(text: str, source: str | None) -> list[Any] | None:
+def _json_document(text: str, source: str | None, limits: Limits) -> list[Any] | None:
     """The one JSON value of ``text``, or None when it is not JSON (flow-style YAML, or broken JSON: the
     YAML parser reports it)."""
     if not text.lstrip().startswith(("{", "[")):
         return None
+    # Python's decoder holds the GIL until it is done (a second for a million values): it gets a text whose
+    # values are counted first. Every value but a container's first follows a comma or a colon, so the
+    # count of those (and of openings) bounds the count of values; only above the bound are they counted
+    # exactly, token by token, which lets other threads run.
+    budget = limits.max_nodes
+    if budget is not None and text.count(",") + text.count(":") + text.count("[") + text.count("{") > budget:
+        _count_json_values(text, source, budget)
     # The scan runs only when the text has enough brackets to matter.
     if text.count("[") + text.count("{") > MAX_DEPTH and json_depth(text) > MAX_DEPTH:
         where = f"{source}: " if source else ""
@@ -156,6 +164,43 @@ def _json_document(text: str, source: str | None) -> list[Any] | None:
         return [json.loads(text)]
     except json.JSONDecodeError:
         return None
+
+
+def _count_json_values(text: str, source: str | None, budget: int) -> None:
+    """Refuse JSON text holding more than ``budget`` values, naming where the bound was crossed."""
+    count = 0
+    # Per open container: its place, whether it is an object, the index or key of its current value.
+    stack: list[tuple[_Place | None, bool, list[str | int]]] = []
+    expecting_key = False
+    for match in _JSON_TOKENS.finditer(text):
+        token = match.group()
+        if token[0] == '"':
+            if expecting_key and stack:
+                stack[-1][2][0] = token[1:-1]
+                expecting_key = False
+            continue
+        if token in "[{":
+            count += 1
+            parent = stack[-1] if stack else None
+            place = None if parent is None else _Place(parent[0], parent[2][0])
+            stack.append((place, token == "{", [0 if token == "[" else "?"]))
+            expecting_key = token == "{"
+        elif token in "]}":
+            if stack:
+                stack.pop()
+        elif token == ",":
+            if stack and stack[-1][1]:
+                expecting_key = True
+            else:
+                count += 1
+                if stack:
+                    current = stack[-1][2]
+                    current[0] = int(current[0]) + 1
+        else:  # ":"
+            count += 1
+        if count > budget:
+            place = None if not stack else _Place(stack[-1][0], stack[-1][2][0])
+            raise _at(source, 1, place, _too_many(budget))
 
 
 # --- YAML --------------------------------------------------------------------------------------------------
