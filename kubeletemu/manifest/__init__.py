@@ -23,6 +23,7 @@ from kubeletemu.manifest.pods import (
     parse_pods,
     pod_from_manifest,
     pod_to_manifest,
+    pods_from_documents,
     read_pods,
 )
 
@@ -38,5 +39,6 @@ __all__ = [
     "parse_pods",
     "pod_from_manifest",
     "pod_to_manifest",
+    "pods_from_documents",
     "read_pods",
 ]

@@ -94,8 +94,18 @@ def parse_pods(
     created the pods (on by default since 1.34); with it off, ``spec.resources`` is dropped as the API
     server drops it.
     """
+    return pods_from_documents(
+        _documents(text, source, limits), source, pod_level_resources=pod_level_resources
+    )
+
+
+def pods_from_documents(
+    documents: Sequence[Any], source: str | None = None, *, pod_level_resources: bool = True
+) -> list[Pod]:
+    """:func:`parse_pods` on the documents :func:`~kubeletemu.manifest.documents.decode_documents` gave
+    (for a reader that keeps them too)."""
     pods: list[Pod] = []
-    for index, doc in enumerate(_documents(text, source, limits), start=1):
+    for index, doc in enumerate(documents, start=1):
         if doc is None:
             continue
         ctx = _Context(source, index)
