@@ -56,6 +56,7 @@ class PodNotFoundError(EmulatorError):
 # What start-up did to a pod it could not restore as saved (``StartupRepair.action``).
 REPAIR_DROPPED = "dropped"  # a registered pod whose admission was never answered
 REPAIR_RELEASED = "released"  # allocations of a UID no admitted pod has
+REPAIR_REFUSED = "refused"  # a pod file whose pod this version's manifest checks refuse
 
 
 @dataclass(frozen=True)
@@ -122,7 +123,16 @@ class NodeEmulator:
         answered (its files were being written together) and is dropped; allocations of pods the
         registry does not name are stale and released, as the kubelet's stale-state removal releases
         them. Returns what was done, pod by pod."""
-        repairs = []
+        repairs = [
+            StartupRepair(
+                r.uid,
+                "",
+                REPAIR_REFUSED,
+                f"{r.path}: its pod is refused: {r.reason}"
+                + (f" (set aside as {r.moved_to.name})" if r.moved_to is not None else ""),
+            )
+            for r in self.registry.refused
+        ]
         for entry in self.registry:
             held = {
                 c.name: allocation_record(self.cm.describe(entry.pod, c)) for c in entry.pod.all_containers()
@@ -162,12 +172,24 @@ class NodeEmulator:
         self.state_version += 1  # a rejection releases what it took, but count every attempt
         # One batch: the checkpoints and the pod's registry file are written together when it ends.
         with batched_writes():
-            report = self._run_chain(self.cm, pod)
-            if report.admitted:
-                affinity = {c.name: c.affinity for c in report.containers if c.affinity is not None}
-                records = {c.name: allocation_record(c) for c in report.containers}
-                self.registry.add(AdmittedPod(pod, affinity, allocations=records))
+            try:
+                report = self._run_chain(self.cm, pod)
+                if report.admitted:
+                    affinity = {c.name: c.affinity for c in report.containers if c.affinity is not None}
+                    records = {c.name: allocation_record(c) for c in report.containers}
+                    self.registry.add(AdmittedPod(pod, affinity, allocations=records))
+            except BaseException:
+                # Whatever failed part-way (a value the manifest checks let through, a bug), the pod holds
+                # nothing afterwards, as a refused pod holds nothing: no CPU stays taken by an answer
+                # that was an error.
+                self._forget(pod.uid)
+                raise
         return report
+
+    def _forget(self, uid: str) -> None:
+        self.cm.release(uid)
+        if uid in self.registry:
+            self.registry.remove(uid)
 
     def would_admit(
         self,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -26,11 +27,23 @@ from kubeletemu.pod import Pod
 from kubeletemu.topologymanager import TopologyHint
 
 REGISTRY_DIR = "pods"
+# What a pod file this version refuses is renamed to, beside it.
+REFUSED_SUFFIX = ".refused"
 _VERSION = 1
 # A UID that is its own file name (UUIDs, and any other UID of these characters); others are hashed.
 _PLAIN_UID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 # Hashed names start with a character no plain UID starts with, so the two kinds never meet.
 _HASHED_PREFIX = "%uid-"
+
+
+@dataclass(frozen=True)
+class RefusedEntry:
+    """A pod file read but not restored: its pod is refused by the manifest checks of this version."""
+
+    path: Path
+    uid: str  # as the file spells it, backslash-escaped where it is not text ("" when it has none)
+    reason: str
+    moved_to: Path | None  # where it was set aside, None when it stays (a restore, or a failed rename)
 
 
 class RegistryError(Exception):
@@ -59,6 +72,8 @@ class PodRegistry:
         self.duplicate_names: list[str] = []
         # The file each restored pod was read from, where an earlier version named it otherwise.
         self._paths: dict[str, Path] = {}
+        # Files whose pod this version refuses: set aside, not served.
+        self.refused: list[RefusedEntry] = []
         self._next = 1
         if directory is not None and directory.exists():
             self._load(directory)
@@ -124,6 +139,7 @@ class PodRegistry:
         self._names.clear()
         self._paths.clear()
         self.duplicate_names = []
+        self.refused = []
         self._take(sorted(files.items()))
 
     def _load(self, directory: Path) -> None:
@@ -135,14 +151,20 @@ class PodRegistry:
                 read.append((path, path.read_bytes()))
             except OSError as err:
                 raise RegistryError(f"{path}: corrupt pod registry entry: {err}") from None
-        self._take(read)
+        self._take(read, quarantine=True)
 
-    def _take(self, files: list[tuple[Path, bytes]]) -> None:
+    def _take(self, files: list[tuple[Path, bytes]], *, quarantine: bool = False) -> None:
         entries = []
         for path, body in files:
             try:
-                entry = _decode(json.loads(body))
-            except (ValueError, KeyError, TypeError, ManifestError) as err:
+                raw = json.loads(body)
+                entry = _decode(raw)
+            except ManifestError as err:
+                # A whole entry whose pod today's checks refuse (saved by an earlier version that let
+                # it through): kept aside, not served, since no call could name or list it.
+                self._refuse(path, raw, str(err), quarantine)
+                continue
+            except (ValueError, KeyError, TypeError) as err:
                 raise RegistryError(f"{path}: corrupt pod registry entry: {err}") from None
             entries.append(entry)
             if self.directory is not None and path != self.directory / file_name(entry.pod.uid):
@@ -157,6 +179,24 @@ class PodRegistry:
             else:
                 self._names[key] = entry.pod.uid
         self._next = max((e.sequence for e in entries), default=0) + 1
+
+    def _refuse(self, path: Path, raw: Any, reason: str, quarantine: bool) -> None:
+        """Set a refused entry aside: renamed ``<name>.refused`` on start-up (out of the ``*.json`` the
+        registry reads, kept for the operator), and reported in :attr:`refused`."""
+        manifest = raw.get("manifest") if isinstance(raw, Mapping) else None
+        metadata = manifest.get("metadata") if isinstance(manifest, Mapping) else None
+        uid = metadata.get("uid") if isinstance(metadata, Mapping) else None
+        moved = None
+        if quarantine:
+            moved = path.with_name(path.name + REFUSED_SUFFIX)
+            try:
+                os.replace(path, moved)
+            except OSError as err:
+                moved = None
+                reason = f"{reason}; it could not be set aside: {err.strerror or err}"
+        # Printable whatever it holds (a lone surrogate cannot be written to a UTF-8 log).
+        shown = uid.encode("utf-8", "backslashreplace").decode("utf-8") if isinstance(uid, str) else ""
+        self.refused.append(RefusedEntry(path, shown, reason, moved))
 
 
 def file_name(uid: str) -> str:

@@ -1,5 +1,5 @@
-"""Typed reads from a decoded YAML document; each failure is the reporter's exception (a
-:class:`ConfigError` for config files) naming the file and the field.
+"""Typed reads from a YAML document (decoded by :mod:`kubeletemu.manifest.documents`); each failure is the
+reporter's exception (a :class:`ConfigError` for config files) naming the file and the field.
 
 Scalars bound for string fields are converted the way ``sigs.k8s.io/yaml`` converts them for the kubelet
 (``cpu: 1`` is the string ``"1"``, ``true`` is ``"true"``), so a real kubelet config file reads the same.
@@ -11,27 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import yaml
-
 from kubeletemu.config.errors import ConfigError
-
-# libyaml's parser when PyYAML was built with it: ~10x faster, same safe constructors.
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class YAMLSyntaxError(ValueError):
-    """Text that is not YAML; ``str()`` is the parser's problem and its ``(line, column)``."""
-
-
-def yaml_documents(text: str) -> list[Any]:
-    """Every document of a YAML stream (JSON is YAML too); empty documents are ``None``."""
-    try:
-        return list(yaml.load_all(text, Loader=_LOADER))
-    except yaml.YAMLError as err:
-        if isinstance(err, yaml.MarkedYAMLError) and err.problem_mark is not None:
-            mark = err.problem_mark
-            raise YAMLSyntaxError(f"{err.problem} (line {mark.line + 1}, column {mark.column + 1})") from None
-        raise YAMLSyntaxError(str(err).replace("\n", " ")) from None
 
 
 class Reporter(Protocol):

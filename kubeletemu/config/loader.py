@@ -14,8 +14,9 @@ from typing import Any
 from kubeletemu.config import emulator_config, kubelet_config
 from kubeletemu.config.emulator_config import EmulatorConfiguration, parse_emulator_configuration
 from kubeletemu.config.errors import ConfigError
-from kubeletemu.config.fields import Where, YAMLSyntaxError, yaml_documents
+from kubeletemu.config.fields import Where
 from kubeletemu.config.kubelet_config import KubeletConfiguration, parse_kubelet_configuration
+from kubeletemu.manifest.documents import YAMLSyntaxError, yaml_documents
 from kubeletemu.topologymanager.policy_options import PolicyOptionsError, check_options_gate
 from kubeletemu.versions.gates import FeatureGateError, effective_gates, validate_feature_gates
 

@@ -35,6 +35,8 @@ from kubeletemu.daemon.metrics import ALIGNED_NUMA_NODE, KubeletMetrics
 from kubeletemu.daemon.refusals import STATE_NOT_WRITABLE_METADATA
 from kubeletemu.daemon.state_disk import StateDisk
 from kubeletemu.emulator import HANDLER_RESOURCE_ALLOCATOR, AdmissionReport, NodeEmulator
+from kubeletemu.manifest.source import pod_from_source
+from kubeletemu.pod import Pod
 from kubeletemu.podresources import nrt, view
 from kubeletemu.podresources.fingerprint import METHOD_WITH_EXCLUSIVE_RESOURCES, parse_method
 from kubeletemu.scheduler import live
@@ -99,8 +101,7 @@ class AdmissionServicer(pb_grpc.AdmissionServicer):
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, READ_ONLY_MESSAGE)
 
     async def _admit(self, request: pb.AdmitRequest, context: grpc.aio.ServicerContext) -> pb.AdmitResponse:
-        async with engine_errors(context):
-            pod = convert.pods_from_source(request.pod)[0]
+        pod = await decode_pod(request.pod, context)
         async with self.lock, engine_errors(context):
             await self._refuse_unless_writable(context)
             emulator = self.emulator()
@@ -124,13 +125,16 @@ class AdmissionServicer(pb_grpc.AdmissionServicer):
         await self._await_durable(durable, context)
         return response
 
-    @serialized
-    def WouldAdmit(self, request: pb.WouldAdmitRequest, context: Any) -> pb.AdmitResponse:
-        pod = convert.pods_from_source(request.pod)[0]
-        overrides = convert.overrides_from(request.overrides)
-        # Empty: the daemon's own kubelet; else that version's (an unsupported one is INVALID_ARGUMENT).
-        version = request.kubelet_version or None
-        return convert.admit_response(self.emulator().would_admit(pod, overrides, version))
+    async def WouldAdmit(
+        self, request: pb.WouldAdmitRequest, context: grpc.aio.ServicerContext
+    ) -> pb.AdmitResponse:
+        pod = await decode_pod(request.pod, context)
+        async with self.lock, engine_errors(context):
+            overrides = convert.overrides_from(request.overrides)
+            # Empty: the daemon's own kubelet; else that version's (an unsupported one is INVALID_ARGUMENT).
+            version = request.kubelet_version or None
+            return convert.admit_response(self.emulator().would_admit(pod, overrides, version))
+        raise AssertionError("unreachable: engine_errors aborts the call or re-raises")
 
     async def Simulate(
         self, request: pb.SimulateRequest, context: grpc.aio.ServicerContext
@@ -239,29 +243,35 @@ class AdmissionServicer(pb_grpc.AdmissionServicer):
             msg.koordinator_device = json.dumps(device.to_manifest(), separators=(",", ":"))
         return msg
 
-    @serialized
-    def LeastNUMANodes(self, request: pb.LeastNUMANodesRequest, context: Any) -> pb.LeastNUMANodesResponse:
-        pod = convert.pods_from_source(request.pod)[0]
-        result = least_numa_nodes_for_node(
-            self.emulator(), pod, request.scope or None, request.max_numa_nodes or None
-        )
-        return convert.least_numa_nodes_msg(result)
+    async def LeastNUMANodes(
+        self, request: pb.LeastNUMANodesRequest, context: grpc.aio.ServicerContext
+    ) -> pb.LeastNUMANodesResponse:
+        pod = await decode_pod(request.pod, context)
+        async with self.lock, engine_errors(context):
+            result = least_numa_nodes_for_node(
+                self.emulator(), pod, request.scope or None, request.max_numa_nodes or None
+            )
+            return convert.least_numa_nodes_msg(result)
+        raise AssertionError("unreachable: engine_errors aborts the call or re-raises")
 
-    @serialized
-    def Schedule(self, request: pb.ScheduleRequest, context: Any) -> pb.ScheduleResponse:
+    async def Schedule(
+        self, request: pb.ScheduleRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ScheduleResponse:
         """The scheduler-side models on this node and the objects given (``kubeletemu.scheduler``)."""
-        pod = convert.pods_from_source(request.pod)[0]
-        cluster = Cluster()
-        for obj in parse_objects(request.objects, "objects"):
-            cluster.add(obj)
-        profile = (
-            profiles_from_text(request.scheduler_config, request.profile or None)
-            if request.scheduler_config
-            else load_profile(None, request.profile or None)
-        )
-        flavour = request.flavour or live.profile_flavour(profile)
-        nodes = live.with_node(self.emulator(), cluster, flavour)
-        return convert.schedule_msg(schedule(pod, nodes, profile), profile)
+        pod = await decode_pod(request.pod, context)
+        async with self.lock, engine_errors(context):
+            cluster = Cluster()
+            for obj in parse_objects(request.objects, "objects"):
+                cluster.add(obj)
+            profile = (
+                profiles_from_text(request.scheduler_config, request.profile or None)
+                if request.scheduler_config
+                else load_profile(None, request.profile or None)
+            )
+            flavour = request.flavour or live.profile_flavour(profile)
+            nodes = live.with_node(self.emulator(), cluster, flavour)
+            return convert.schedule_msg(schedule(pod, nodes, profile), profile)
+        raise AssertionError("unreachable: engine_errors aborts the call or re-raises")
 
     def _observe(self, emulator: NodeEmulator, report: AdmissionReport, seconds: float) -> None:
         """The kubelet's Topology Manager admission metrics, counted where it counts them: admission errors
@@ -282,6 +292,15 @@ class AdmissionServicer(pb_grpc.AdmissionServicer):
             elif not by_allocator:
                 aligned = len(report.containers) if scope == SCOPE_CONTAINER else 1
                 m.container_aligned_compute_resources_count.labels(scope, ALIGNED_NUMA_NODE).inc(aligned)
+
+
+async def decode_pod(source: pb.PodSource, context: grpc.aio.ServicerContext) -> Pod:
+    """A request's pod, decoded and validated before the lock is taken and anything is reserved, in a worker
+    thread: a manifest near its bounds takes a second to read, and the event loop answers other clients
+    (and the watchdog) meanwhile."""
+    async with engine_errors(context):
+        return await asyncio.to_thread(pod_from_source, source)
+    raise AssertionError("unreachable: engine_errors aborts the call or re-raises")
 
 
 def _simulate(simulation: LiveSimulation, node: NodeEmulator, name: str) -> pb.SimulateResponse:

@@ -1,19 +1,14 @@
-"""Conversions between the admission service's messages and the engine's types.
-
-A structured ``Pod`` message is turned into the manifest it stands for and read by the manifest reader,
-so both spellings of a pod get the same defaulting and the same validation errors.
-"""
+"""Conversions between the admission service's messages and the engine's types (a request's pod is
+decoded by :mod:`kubeletemu.manifest.source`)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
 from kubeletemu.containermanager import ContainerAllocation, TopologyOverrides
 from kubeletemu.emulator import AdmissionReport
-from kubeletemu.manifest import ManifestError, parse_pods, pod_from_manifest
 from kubeletemu.node_topology import NodeTopologyReport
 from kubeletemu.pod import Pod, compute_qos
 from kubeletemu.podresources import nrt
@@ -22,53 +17,6 @@ from kubeletemu.scheduler.framework import Decision
 from kubeletemu.scheduler.leastnumanodes import LeastNUMAResult
 from kubeletemu.scheduler.profile import Profile
 from kubeletemu.topologymanager import ProviderHints, TopologyHint
-
-
-def pods_from_source(source: pb.PodSource) -> list[Pod]:
-    """One pod from a structured message; a manifest may hold several documents, it must hold one pod."""
-    which = source.WhichOneof("source")
-    if which == "pod":
-        return [pod_from_manifest(_manifest_of(source.pod))]
-    if which == "manifest":
-        pods = parse_pods(source.manifest, "request")
-        if len(pods) != 1:
-            raise ManifestError(f"the manifest must hold exactly one pod, it holds {len(pods)}")
-        return pods
-    raise ManifestError("no pod given: set pod or manifest")
-
-
-def _requirements(msg: pb.ResourceRequirements) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if msg.requests:
-        out["requests"] = dict(msg.requests)
-    if msg.limits:
-        out["limits"] = dict(msg.limits)
-    return out
-
-
-def _container(msg: pb.Container) -> dict[str, Any]:
-    out: dict[str, Any] = {"name": msg.name, "resources": _requirements(msg.resources)}
-    if msg.restart_policy:
-        out["restartPolicy"] = msg.restart_policy
-    return out
-
-
-def _manifest_of(msg: pb.Pod) -> dict[str, Any]:
-    metadata: dict[str, Any] = {"name": msg.name}
-    if msg.namespace:
-        metadata["namespace"] = msg.namespace
-    if msg.uid:
-        metadata["uid"] = msg.uid
-    spec: dict[str, Any] = {"containers": [_container(c) for c in msg.containers]}
-    if msg.init_containers:
-        spec["initContainers"] = [_container(c) for c in msg.init_containers]
-    if msg.HasField("resources"):
-        spec["resources"] = _requirements(msg.resources)
-    if msg.overhead:
-        spec["overhead"] = dict(msg.overhead)
-    if msg.runtime_class_name:
-        spec["runtimeClassName"] = msg.runtime_class_name
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
 def overrides_from(msg: pb.PolicyOverrides) -> TopologyOverrides | None:

@@ -18,7 +18,7 @@ from google.protobuf.descriptor import ServiceDescriptor
 from google.protobuf.message import DecodeError, Message
 from google.protobuf.message_factory import GetMessageClass
 
-from kubeletemu.input_limits import clip
+from kubeletemu.manifest.limits import clip
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ import grpc
 
 from kubeletemu.config import ConfigError
 from kubeletemu.emulator import EmulatorError, PodExistsError, PodNotFoundError
-from kubeletemu.input_limits import clip_message
 from kubeletemu.manifest import ManifestError
+from kubeletemu.manifest.limits import clip_message
 from kubeletemu.topologymanager import PolicyOptionsError, TopologyManagerError
 
 _INVALID = (ManifestError, ConfigError, PolicyOptionsError, TopologyManagerError, EmulatorError, ValueError)

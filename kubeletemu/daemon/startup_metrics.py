@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter
 
-from kubeletemu.emulator import REPAIR_DROPPED, REPAIR_RELEASED
+from kubeletemu.emulator import REPAIR_DROPPED, REPAIR_REFUSED, REPAIR_RELEASED
 
 
 class StartupMetrics:
@@ -13,9 +13,10 @@ class StartupMetrics:
             "kubeletemu_startup_repairs",
             "Pods not restored as saved when the state directory was read (at start-up or on reload), by "
             "action: dropped (a registered pod whose admission was never answered), released (checkpoint "
-            "allocations of a UID no admitted pod has).",
+            "allocations of a UID no admitted pod has), refused (a pod file whose pod this version refuses, "
+            "set aside as <file>.refused).",
             ["action"],
             registry=registry,
         )
-        for action in (REPAIR_DROPPED, REPAIR_RELEASED):
+        for action in (REPAIR_DROPPED, REPAIR_RELEASED, REPAIR_REFUSED):
             self.repairs.labels(action)  # the zero series, from the start

@@ -103,7 +103,8 @@ from kubeletemu.fleet.distributions import (
     Lifetime,
 )
 from kubeletemu.fleet.queue import versions as scheduler_versions
-from kubeletemu.manifest import ManifestError, parse_pods, pod_from_manifest
+from kubeletemu.manifest import ManifestError, pod_from_manifest, pods_from_documents
+from kubeletemu.manifest.documents import YAMLSyntaxError, decode_documents
 from kubeletemu.scheduler.live import FLAVOUR_KOORDLET, FLAVOUR_RTE
 from kubeletemu.scheduler.nrtmatch.args import NodeResourceTopologyMatchArgs
 from kubeletemu.scheduler.nrtmatch.model import NodeResourceTopologyMatch
@@ -861,11 +862,16 @@ def _workload(where: _Where, base: Path, raw: Any) -> WorkloadSpec:
 
 def _trace(where: _Where, file: str) -> tuple[TraceEntry, ...]:
     try:
-        text = Path(file).read_text(encoding="utf-8")
-        pods = parse_pods(text, file)
-        documents = [d for d in yaml.safe_load_all(text) if d is not None]
-    except (OSError, ManifestError, yaml.YAMLError) as err:
-        raise where.error("workload.trace", f"{file}: {getattr(err, 'strerror', None) or err}") from None
+        # Decoded once: the pods are read from the documents kept as the trace's manifests.
+        decoded = decode_documents(Path(file).read_text(encoding="utf-8"), file)
+        pods = pods_from_documents(decoded, file)
+        documents = [d for d in decoded if d is not None]
+    except YAMLSyntaxError as err:
+        raise where.error("workload.trace", f"{file}: invalid YAML: {err}") from None
+    except ManifestError as err:  # it names the file
+        raise where.error("workload.trace", str(err)) from None
+    except OSError as err:
+        raise where.error("workload.trace", f"{file}: {err.strerror or err}") from None
     entries: list[TraceEntry] = []
     trace_where = _Where(file)
     for index, (pod, manifest) in enumerate(zip(pods, documents, strict=True)):

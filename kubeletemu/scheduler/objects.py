@@ -21,6 +21,7 @@ from typing import Any
 from kubeletemu.config import fields
 from kubeletemu.golang import go_quote
 from kubeletemu.manifest import ManifestError, expand_paths, pod_from_manifest
+from kubeletemu.manifest.documents import YAMLSyntaxError, yaml_documents
 from kubeletemu.pod import Pod
 from kubeletemu.podresources import nrt as node_side
 from kubeletemu.quantity import Quantity, QuantityError
@@ -271,8 +272,8 @@ def object_files(paths: Sequence[str]) -> list[Path]:
 def parse_objects(text: str, source: str) -> list[NodeResourceTopology | Node | Pod | Device | Reservation]:
     """Every NodeResourceTopology, Node, Pod and Device in ``text`` (YAML or JSON documents), in order."""
     try:
-        documents = fields.yaml_documents(text)
-    except fields.YAMLSyntaxError as err:
+        documents = yaml_documents(text)
+    except YAMLSyntaxError as err:
         raise ObjectError(f"{source}: invalid YAML: {err}") from None
     out: list[NodeResourceTopology | Node | Pod | Device | Reservation] = []
     for index, doc in enumerate(documents, start=1):

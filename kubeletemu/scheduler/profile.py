@@ -22,6 +22,7 @@ from typing import Any
 
 from kubeletemu.config import ConfigError, fields
 from kubeletemu.golang import go_quote
+from kubeletemu.manifest.documents import YAMLSyntaxError, yaml_documents
 from kubeletemu.pod import Pod
 from kubeletemu.scheduler.framework import (
     FILTER,
@@ -228,8 +229,8 @@ def _build_models(
 def parse_profiles(text: str, source: str) -> dict[str, Profile]:
     """Every profile of a KubeSchedulerConfiguration, by ``schedulerName``."""
     try:
-        documents = [d for d in fields.yaml_documents(text) if d is not None]
-    except fields.YAMLSyntaxError as err:
+        documents = [d for d in yaml_documents(text) if d is not None]
+    except YAMLSyntaxError as err:
         raise ConfigError(f"{source}: invalid YAML: {err}") from None
     where = _Where(source)
     if len(documents) != 1:

@@ -51,6 +51,7 @@ from kubeletemu.config import Config, ConfigError, load_config
 from kubeletemu.config import fields as read
 from kubeletemu.emulator import NodeEmulator
 from kubeletemu.manifest import ManifestError, parse_pods, pod_from_manifest, read_pods
+from kubeletemu.manifest.documents import YAMLSyntaxError, yaml_documents
 from kubeletemu.pod import Pod
 from kubeletemu.simulate.engine import SimulationReport, simulate, simulate_live
 from kubeletemu.simulate.errors import SimulationError
@@ -172,8 +173,8 @@ def pod_files(text: str, base_dir: str | os.PathLike[str] = ".") -> dict[str, st
     written: what a client sends with the file to :func:`parse_live_simulation`. A file that is not a
     Simulation yields nothing here; the parse reports what is wrong with it."""
     try:
-        documents = [d for d in read.yaml_documents(text) if d is not None]
-    except read.YAMLSyntaxError:
+        documents = [d for d in yaml_documents(text) if d is not None]
+    except YAMLSyntaxError:
         return {}
     stream = documents[0].get("stream") if len(documents) == 1 and isinstance(documents[0], dict) else None
     names = [s["pods"] for s in stream or () if isinstance(s, dict) and isinstance(s.get("pods"), str)]
@@ -184,8 +185,8 @@ def one_document(where: read.Reporter, text: str, kind: str) -> Mapping[str, Any
     """The one ``kind`` document (``apiVersion: kubeletemu.io/v1alpha1``) of ``text``, its kind and
     apiVersion checked; any problem is ``where``'s error (a Fleet file reads its document here too)."""
     try:
-        documents = [d for d in read.yaml_documents(text) if d is not None]
-    except read.YAMLSyntaxError as err:
+        documents = [d for d in yaml_documents(text) if d is not None]
+    except YAMLSyntaxError as err:
         raise where.error("", f"invalid YAML: {err}") from None
     if len(documents) != 1:
         raise where.error("", f"expected one {kind} document, got {len(documents)}")

@@ -1,4 +1,5 @@
-"""Kubernetes Pod manifests to :class:`kubeletemu.pod.Pod`, and back.
+"""Kubernetes Pod manifests to :class:`kubeletemu.pod.Pod`, and back: the documents
+:mod:`kubeletemu.manifest.documents` decoded, read as pods.
 
 Input is YAML or JSON as ``kubectl get pod -o yaml|json`` prints it: one or many documents (``---``),
 each a ``Pod``, or a ``List``/``PodList`` with ``items`` (``kubectl get pods -o yaml``). Everything outside
@@ -25,10 +26,10 @@ Errors are :class:`ManifestError`, one line naming the document and the field:
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
+import reprlib
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -39,7 +40,8 @@ from typing import Any
 
 from kubeletemu.config import fields, validation
 from kubeletemu.golang import go_quote
-from kubeletemu.input_limits import MAX_UID_CHARS, NestingError, clip, loads_bounded
+from kubeletemu.manifest.documents import ManifestError, YAMLSyntaxError, check_values, decode_documents
+from kubeletemu.manifest.limits import ECHO_CHARS, FILE, MAX_UID_CHARS, Limits, clip
 from kubeletemu.pod import (
     RESTART_POLICY_ALWAYS,
     Container,
@@ -48,7 +50,7 @@ from kubeletemu.pod import (
     ResourceRequirements,
     derived_uid,
 )
-from kubeletemu.quantity import Quantity, QuantityError
+from kubeletemu.quantity import Quantity, QuantityError, QuantityRangeError
 
 API_VERSION = "v1"
 LIST_KINDS = ("List", "PodList")
@@ -60,10 +62,6 @@ ANNOTATIONS_MAX_BYTES = 256 * (1 << 10)
 _PATH_CHARS = 160
 # What the UID may hold: it names the pod's file in the state directory, so no control characters.
 _UID_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f]")
-
-
-class ManifestError(ValueError):
-    """A manifest that is not a valid pod: ``[source: ]pod "<name>" (document N[, items[i]]): field: why``."""
 
 
 @dataclass
@@ -86,15 +84,28 @@ class _Context:
         return ManifestError(f"{self.where()}: {path}: {problem}" if path else f"{self.where()}: {problem}")
 
 
-def parse_pods(text: str, source: str | None = None, *, pod_level_resources: bool = True) -> list[Pod]:
-    """Every pod in ``text`` (YAML or JSON, one or more documents), defaulted and validated.
+def parse_pods(
+    text: str, source: str | None = None, *, pod_level_resources: bool = True, limits: Limits = FILE
+) -> list[Pod]:
+    """Every pod in ``text`` (YAML or JSON, one or more documents), defaulted and validated; the text
+    within ``limits`` (a request's are tighter than a file's).
 
     ``pod_level_resources`` is the ``PodLevelResources`` feature gate of the API server that would have
     created the pods (on by default since 1.34); with it off, ``spec.resources`` is dropped as the API
     server drops it.
     """
+    return pods_from_documents(
+        _documents(text, source, limits), source, pod_level_resources=pod_level_resources
+    )
+
+
+def pods_from_documents(
+    documents: Sequence[Any], source: str | None = None, *, pod_level_resources: bool = True
+) -> list[Pod]:
+    """:func:`parse_pods` on the documents :func:`~kubeletemu.manifest.documents.decode_documents` gave
+    (for a reader that keeps them too)."""
     pods: list[Pod] = []
-    for index, doc in enumerate(_documents(text, source), start=1):
+    for index, doc in enumerate(documents, start=1):
         if doc is None:
             continue
         ctx = _Context(source, index)
@@ -160,6 +171,8 @@ def pod_from_manifest(
 ) -> Pod:
     """One decoded Pod object (``kind`` and ``apiVersion`` may be omitted here)."""
     ctx = _Context(source, 1)
+    # Decoded elsewhere (a pod file, a request's message, a fleet's template): its values checked here.
+    check_values(obj, source)
     if obj.get("kind", "Pod") != "Pod":
         raise ctx.error("kind", f"{_echo(obj['kind'])} is not supported: expected Pod")
     return _pod(ctx, fields.mapping(ctx, "", obj), pod_level_resources)
@@ -198,20 +211,10 @@ def pod_to_manifest(pod: Pod) -> dict[str, Any]:
 # --- reading ---------------------------------------------------------------------------------------------
 
 
-def _documents(text: str, source: str | None) -> list[Any]:
-    stripped = text.lstrip()
-    if stripped.startswith(("{", "[")):
-        # kubectl -o json: one JSON value; YAML would choke on JSON's tabs.
-        try:
-            return [loads_bounded(text)]
-        except NestingError as err:
-            where = f"{source}: " if source else ""
-            raise ManifestError(f"{where}invalid JSON: {err}") from None
-        except json.JSONDecodeError:
-            pass  # flow-style YAML, or broken JSON: let the YAML parser report it
+def _documents(text: str, source: str | None, limits: Limits) -> list[Any]:
     try:
-        return fields.yaml_documents(text)
-    except fields.YAMLSyntaxError as err:
+        return decode_documents(text, source, limits)
+    except YAMLSyntaxError as err:
         raise ManifestError(f"{source}: invalid YAML: {err}" if source else f"invalid YAML: {err}") from None
 
 
@@ -235,9 +238,26 @@ def _invalid(value: str, detail: str) -> str:
     return f"Invalid value: {go_quote(clip(value))}: {detail}"
 
 
+class _BoundedRepr(reprlib.Repr):
+    """``repr`` that stops early: two levels, four items, no integer's digits past the first 40 (Python
+    refuses to spell more than 4,300)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxlevel, self.maxlist, self.maxdict = 2, 4, 4
+        self.maxstring = self.maxother = ECHO_CHARS
+
+    def repr_int(self, x: int, level: int) -> str:
+        return repr(x) if x.bit_length() <= 128 else f"<an integer of {x.bit_length()} bits>"
+
+
+_ECHO = _BoundedRepr()
+
+
 def _echo(value: object) -> str:
-    """A value of the wrong kind, as a refusal shows it (``repr``, clipped)."""
-    return clip(repr(value))
+    """A value of the wrong kind, as a refusal shows it (``repr``, its size bounded before it is built: a
+    list's first items, a number's first digits)."""
+    return clip(_ECHO.repr(value))
 
 
 def _pod(ctx: _Context, obj: Mapping[str, Any], pod_level_resources: bool) -> Pod:
@@ -407,9 +427,10 @@ def _resource_list(ctx: _Context, path: str, raw: Any) -> dict[str, Quantity]:
             )
         try:
             quantity = Quantity.parse(value)
-        except QuantityError:
-            text = value if isinstance(value, str) else repr(value)
-            raise ctx.error(f"{path}.{clip(key)}", f"invalid quantity {go_quote(clip(text))}") from None
+        except QuantityError as err:
+            text = go_quote(clip(value if isinstance(value, str) else _echo(value)))
+            why = f": {err}" if isinstance(err, QuantityRangeError) else ""
+            raise ctx.error(f"{path}.{clip(key)}", f"invalid quantity {text}{why}") from None
         milli = quantity.amount * 1000
         if milli.denominator != 1:
             quantity = Quantity(Fraction(math.ceil(milli), 1000))
