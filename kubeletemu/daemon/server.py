@@ -28,7 +28,7 @@ from pathlib import Path
 
 import grpc
 import uvloop
-from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1 import health_pb2
 from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 
@@ -44,7 +44,7 @@ from kubeletemu.config.loader import check_feature_gates
 from kubeletemu.cpumanager.errors import PolicyOptionsError as CPUPolicyOptionsError
 from kubeletemu.daemon import sdnotify
 from kubeletemu.daemon.admission_servicer import AdmissionServicer
-from kubeletemu.daemon.decoding import add_unary_service
+from kubeletemu.daemon.decoding import add_service
 from kubeletemu.daemon.logging import get_logger
 from kubeletemu.daemon.metrics import KubeletMetrics, MetricsServer, start_metrics_server
 from kubeletemu.daemon.saved_state import OpenedState, open_state
@@ -65,6 +65,7 @@ from kubeletemu.topologymanager.policy_options import PolicyOptionsError as Topo
 log = get_logger("kubeletemu.daemon")
 
 ADMISSION_SERVICE = admission_pb2.DESCRIPTOR.services_by_name["Admission"].full_name
+HEALTH = health_pb2.DESCRIPTOR.services_by_name["Health"]
 PODRESOURCES_SOCKET_NAME = "podresources.sock"
 # Responses of the podresources API can be large (the kubelet allows 16 MiB); so can ours.
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
@@ -365,7 +366,7 @@ class Daemon:
             ]
         )
         shadow = self.shadow
-        add_unary_service(
+        add_service(
             AdmissionServicer(
                 lambda: self.emulator,
                 self.lock,
@@ -376,11 +377,11 @@ class Daemon:
             admission_pb2.DESCRIPTOR.services_by_name["Admission"],
             server,
         )
-        health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
+        add_service(self.health, HEALTH, server)
         reflection.enable_server_reflection(
             (
                 ADMISSION_SERVICE,
-                health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+                HEALTH.full_name,
                 reflection.SERVICE_NAME,
             ),
             server,
