@@ -14,7 +14,7 @@ from pathlib import Path
 
 from kubeletemu import cpumanager, memorymanager, numa_scoring, topologymanager
 from kubeletemu.admission import PodAdmitResult
-from kubeletemu.checkpointmanager import batched_writes
+from kubeletemu.checkpointmanager import batched_writes, make_directories
 from kubeletemu.config import Config
 from kubeletemu.cpumanager.manager import copy_state as copy_cpu_state
 from kubeletemu.devicemanager import Device, DeviceManager, devices_from_pci
@@ -186,7 +186,7 @@ class ContainerManager:
     def _build_devices(self, state_dir: Path | None, seed: ContainerManager | None) -> DeviceManager:
         checkpoint_dir = None if state_dir is None else state_dir / "device-plugins"
         if checkpoint_dir is not None:
-            checkpoint_dir.mkdir(parents=True, exist_ok=True)
+            make_directories(checkpoint_dir)
         devices = DeviceManager(
             self.machine.numa_node_ids,
             self.topology,

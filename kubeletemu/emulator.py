@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from kubeletemu.checkpointmanager import batched_writes
+from kubeletemu.checkpointmanager import batched_writes, make_directories
 from kubeletemu.config import Config
 from kubeletemu.config.loader import check_feature_gates
 from kubeletemu.containermanager import (
@@ -95,7 +95,7 @@ class NodeEmulator:
         self.machine = machine
         self.state_dir = None if state_dir is None else Path(state_dir)
         if self.state_dir is not None:
-            self.state_dir.mkdir(parents=True, exist_ok=True)
+            make_directories(self.state_dir)
         self.registry = PodRegistry(None if self.state_dir is None else self.state_dir / REGISTRY_DIR)
         if self.state_dir is not None:
             # Before the managers start: a missing checkpoint would start them empty, and the crash rule

@@ -33,6 +33,8 @@ _TEMPORARY = re.compile(r"\..+\.[0-9]+\.[0-9]+\.tmp")
 _OPEN_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
 # A probe writes a page: the smallest write a full filesystem refuses.
 _PROBE_BYTES = 4096
+# Every directory of the state (and of the sockets) is made rwxr-x---: the owner writes, its group reads.
+DIRECTORY_MODE = 0o750
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,24 @@ class PendingWrites(dict[Path, PendingOp]):
     def freeze(self) -> WriteBatch:
         """The batch, serialized now."""
         return WriteBatch({path: _materialize(op) for path, op in self.items()})
+
+
+def make_directories(path: str | os.PathLike[str], mode: int = DIRECTORY_MODE) -> None:
+    """``mkdir -p`` giving each directory it makes exactly ``mode``, whatever the umask: ``mkdir`` narrows
+    its mode by the umask, and its default (0777) under a umask of 000 would let anyone rename the
+    root-owned files inside. Directories already there keep their mode (the operator's choice)."""
+    target = Path(path)
+    if target.is_dir():
+        return
+    if target.parent != target:
+        make_directories(target.parent, mode)
+    try:
+        os.mkdir(target, mode)
+    except FileExistsError:
+        if target.is_dir():  # made meanwhile by another thread or process
+            return
+        raise
+    os.chmod(target, mode)  # only ever narrowed by the umask above: no window with more access
 
 
 def write_file_atomic(path: Path, data: Content, mode: int = 0o644) -> None:
@@ -173,7 +193,8 @@ def _create_temporary(directory: str, name: str, mode: int) -> tuple[int, str]:
             continue
         except FileNotFoundError:
             with contextlib.suppress(FileExistsError):
-                os.mkdir(directory, 0o750)
+                os.mkdir(directory, DIRECTORY_MODE)
+                os.chmod(directory, DIRECTORY_MODE)
             with contextlib.suppress(FileExistsError):
                 return os.open(tmp, _OPEN_FLAGS, mode), tmp
 

@@ -2,14 +2,17 @@
 
 grpcio hands a request's bytes to the method's deserializer before any handler runs; when the bytes are
 not that message (``DecodeError``), it ends the call ``UNKNOWN`` with a Python exception's text, which
-reads like a daemon fault. The admission service is registered here instead, method by method as the
-generated ``add_AdmissionServicer_to_server`` does, with deserializers that turn bytes they cannot decode
-into an :class:`Undecodable` value, which the handler refuses before anything touches the node.
+reads like a daemon fault. Every service the daemon serves itself (the admission service, podresources v1
+and v1alpha1, ``grpc.health.v1``) is registered here instead, method by method as the generated
+``add_*Servicer_to_server`` functions do, with deserializers that turn bytes they cannot decode into an
+:class:`Undecodable` value, which the handler refuses before anything touches the node. (grpc-go's server
+answers such bytes ``INTERNAL`` "grpc: error unmarshalling request"; the README promises
+``INVALID_ARGUMENT``, as for every other request the client got wrong.)
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,31 +42,56 @@ def _deserializer(cls: type[Message]) -> Callable[[bytes], Message | Undecodable
     return decode
 
 
+async def _refuse(request: Any, context: grpc.aio.ServicerContext) -> None:
+    if isinstance(request, Undecodable):
+        await context.abort(
+            grpc.StatusCode.INVALID_ARGUMENT,
+            f"the request is not a valid {request.message}: {clip(request.reason, 200)}",
+        )
+
+
 def _refusing_undecodable(
     behaviour: Callable[[Any, grpc.aio.ServicerContext], Awaitable[Any]],
 ) -> Callable[[Any, grpc.aio.ServicerContext], Awaitable[Any]]:
     async def handle(request: Any, context: grpc.aio.ServicerContext) -> Any:
-        if isinstance(request, Undecodable):
-            await context.abort(
-                grpc.StatusCode.INVALID_ARGUMENT,
-                f"the request is not a valid {request.message}: {clip(request.reason, 200)}",
-            )
+        await _refuse(request, context)
         return await behaviour(request, context)
 
     return handle
 
 
-def add_unary_service(servicer: object, service: ServiceDescriptor, server: grpc.aio.Server) -> None:
-    """Register every (unary) method of ``service`` on ``server``, served by ``servicer``'s method of the
-    same name, with tolerant deserializers."""
+def _streaming_refusing_undecodable(
+    behaviour: Callable[[Any, grpc.aio.ServicerContext], AsyncIterator[Any]],
+) -> Callable[[Any, grpc.aio.ServicerContext], AsyncIterator[Any]]:
+    async def handle(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        await _refuse(request, context)
+        async for response in behaviour(request, context):
+            yield response
+
+    return handle
+
+
+def add_service(servicer: object, service: ServiceDescriptor, server: grpc.aio.Server) -> None:
+    """Register every method of ``service`` (unary, or server-streaming as ``Health.Watch``) on ``server``,
+    served by ``servicer``'s method of the same name, with tolerant deserializers."""
     handlers = {}
     for method in service.methods:
+        if method.client_streaming:
+            raise ValueError(f"{method.full_name}: client-streaming methods are not served this way")
         request_cls = GetMessageClass(method.input_type)
         response_cls = GetMessageClass(method.output_type)
-        handlers[method.name] = grpc.unary_unary_rpc_method_handler(
-            _refusing_undecodable(getattr(servicer, method.name)),
-            request_deserializer=_deserializer(request_cls),
-            response_serializer=response_cls.SerializeToString,
-        )
+        behaviour = getattr(servicer, method.name)
+        if method.server_streaming:
+            handlers[method.name] = grpc.unary_stream_rpc_method_handler(
+                _streaming_refusing_undecodable(behaviour),
+                request_deserializer=_deserializer(request_cls),
+                response_serializer=response_cls.SerializeToString,
+            )
+        else:
+            handlers[method.name] = grpc.unary_unary_rpc_method_handler(
+                _refusing_undecodable(behaviour),
+                request_deserializer=_deserializer(request_cls),
+                response_serializer=response_cls.SerializeToString,
+            )
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service.full_name, handlers),))
     server.add_registered_method_handlers(service.full_name, handlers)

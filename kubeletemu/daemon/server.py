@@ -8,6 +8,10 @@ reads, degraded, until it can (:mod:`kubeletemu.daemon.state_disk`). SIGHUP relo
 atomically, keeping the old one on error; SIGTERM turns health NOT_SERVING, gives in-flight calls a grace
 period, and exits 0.
 
+Every module a call may need is imported before the daemon serves (no import inside a function on a
+served path): a new version installed under a running daemon changes nothing it answers until it is
+restarted (``tests/daemon/test_upgrade_in_place.py`` moves the package away under it and calls everything).
+
 Shadow mode (``--shadow``) replaces the restored state with a mirror of this node's real kubelet (its
 configuration file and checkpoints, read-only, and its podresources socket as a client): see
 :mod:`kubeletemu.shadow`. The mirror is refreshed on changes and periodically, and swapped in under the
@@ -28,7 +32,7 @@ from pathlib import Path
 
 import grpc
 import uvloop
-from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1 import health_pb2
 from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 
@@ -37,14 +41,14 @@ from hostprobe.sample import write_sample_tree
 from kubeletemu._proto.kubeletemu.v1 import admission_pb2
 from kubeletemu._proto.podresources.v1 import api_pb2 as podresources_v1
 from kubeletemu._proto.podresources.v1 import api_pb2_grpc as podresources_v1_grpc
-from kubeletemu.checkpointmanager import CheckpointWriter, remove_stale_temporaries
+from kubeletemu.checkpointmanager import CheckpointWriter, make_directories, remove_stale_temporaries
 from kubeletemu.config import Config, load_config
 from kubeletemu.config.errors import ConfigError
 from kubeletemu.config.loader import check_feature_gates
 from kubeletemu.cpumanager.errors import PolicyOptionsError as CPUPolicyOptionsError
 from kubeletemu.daemon import sdnotify
 from kubeletemu.daemon.admission_servicer import AdmissionServicer
-from kubeletemu.daemon.decoding import add_unary_service
+from kubeletemu.daemon.decoding import add_service
 from kubeletemu.daemon.logging import get_logger
 from kubeletemu.daemon.metrics import KubeletMetrics, MetricsServer, start_metrics_server
 from kubeletemu.daemon.saved_state import OpenedState, open_state
@@ -52,7 +56,7 @@ from kubeletemu.daemon.sockets import OwnedSocket, SocketInUseError, bind, claim
 from kubeletemu.daemon.startup_metrics import StartupMetrics
 from kubeletemu.daemon.state_disk import StateDisk
 from kubeletemu.daemon.state_guard import StateDirGuard
-from kubeletemu.daemon.state_lock import StateDirInUseError, StateDirLock
+from kubeletemu.daemon.state_lock import StateDirInUseError, StateDirLock, StateDirUnusableError
 from kubeletemu.daemon.state_metrics import StateMetrics
 from kubeletemu.emulator import NodeEmulator
 from kubeletemu.machine import Machine
@@ -65,6 +69,7 @@ from kubeletemu.topologymanager.policy_options import PolicyOptionsError as Topo
 log = get_logger("kubeletemu.daemon")
 
 ADMISSION_SERVICE = admission_pb2.DESCRIPTOR.services_by_name["Admission"].full_name
+HEALTH = health_pb2.DESCRIPTOR.services_by_name["Health"]
 PODRESOURCES_SOCKET_NAME = "podresources.sock"
 # Responses of the podresources API can be large (the kubelet allows 16 MiB); so can ours.
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
@@ -272,6 +277,9 @@ class Daemon:
         except StateDirInUseError as err:
             self.state_lock = None
             raise StartupConflictError(str(err)) from None
+        except StateDirUnusableError as err:
+            self.state_lock = None
+            raise StartupError(str(err)) from None
         # A kill between a temporary file's creation and its rename leaves it behind; nothing reads it.
         stale = remove_stale_temporaries(Path(rt.state_dir), on_error=_stale_temporary_left)
         if stale:
@@ -365,7 +373,7 @@ class Daemon:
             ]
         )
         shadow = self.shadow
-        add_unary_service(
+        add_service(
             AdmissionServicer(
                 lambda: self.emulator,
                 self.lock,
@@ -376,11 +384,11 @@ class Daemon:
             admission_pb2.DESCRIPTOR.services_by_name["Admission"],
             server,
         )
-        health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
+        add_service(self.health, HEALTH, server)
         reflection.enable_server_reflection(
             (
                 ADMISSION_SERVICE,
-                health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+                HEALTH.full_name,
                 reflection.SERVICE_NAME,
             ),
             server,
@@ -549,6 +557,14 @@ class Daemon:
         if self.podresources is not None:
             stopping.append(self.podresources.stop(self.runtime.grace_period))
         await asyncio.gather(*stopping)
+        if self.state_disk is not None:
+            # A checkpoint (or the directory) removed since the last check: written back now, or the next
+            # start would find pods holding CPUs with no checkpoint saying so, and refuse to start.
+            async with self.lock:
+                if not await self.state_disk.writable():
+                    log.error(
+                        "stopping with the state directory not as the node", reason=self.state_disk.problem
+                    )
         writes: dict[str, int] = {}
         if self.writer is not None:
             await asyncio.to_thread(self.writer.close)
@@ -584,8 +600,8 @@ def _claim(path: str, flag: str) -> None:
 def _bind_unix(server: grpc.aio.Server, path: str, flag: str) -> OwnedSocket:
     """Bind a unix socket where no live server is (a stale socket is replaced), 0660 from birth; the
     directory is made 0750 if missing."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), mode=0o750, exist_ok=True)
     try:
+        make_directories(os.path.dirname(os.path.abspath(path)))
         return bind(server.add_insecure_port, path, flag, _SOCKET_UMASK)
     except SocketInUseError as err:
         raise StartupConflictError(str(err)) from None

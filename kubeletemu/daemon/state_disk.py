@@ -27,7 +27,9 @@ The state directory removed or replaced while the daemon runs (:mod:`kubeletemu.
 found at the next Admit or RemovePod, after a writer pass, or by the periodic check: the directory is made
 again, locked again, and the whole node is written into it from memory (files the writer does not know,
 pod files of a restored backup, are removed) before any call is acknowledged; logged, and counted in
-``kubeletemu_state_directory_rebuilds_total``. If that cannot be done, the daemon is degraded.
+``kubeletemu_state_directory_rebuilds_total``. If that cannot be done, the daemon is degraded. A checkpoint
+deleted on its own is found the same way and written back (it counts as a rebuild too), and a clean stop
+checks once more, so that the next start does not find pods holding CPUs with no checkpoint.
 
 Everything here runs on the event loop under the daemon's lock, which every call that changes or reads
 the node takes, so an undo is never seen half done.
@@ -42,6 +44,7 @@ from pathlib import Path
 from kubeletemu.checkpointmanager import DISK_ERRNOS, CheckpointWriter
 from kubeletemu.daemon.logging import get_logger
 from kubeletemu.daemon.state_guard import StateDirGuard
+from kubeletemu.daemon.state_lock import StateDirError
 from kubeletemu.daemon.state_metrics import REFUSED, UNDONE, StateMetrics
 from kubeletemu.emulator import NodeEmulator
 
@@ -67,8 +70,9 @@ def is_disk_error(err: BaseException) -> bool:
 
 
 def describe(err: BaseException) -> str:
-    """An OS error as the writer words it (the file and the reason); anything else with its type."""
-    return str(err) if isinstance(err, OSError) else f"{type(err).__name__}: {err}"
+    """An OS error as the writer words it (the file and the reason), a lock's refusal as it words it;
+    anything else with its type."""
+    return str(err) if isinstance(err, OSError | StateDirError) else f"{type(err).__name__}: {err}"
 
 
 class StateDisk:

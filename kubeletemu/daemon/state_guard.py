@@ -1,5 +1,5 @@
-"""The state directory watched as the node's own: it, its lock file and the directories the files live in
-must stay the ones the daemon locked and wrote.
+"""The state directory watched as the node's own: it, its lock file, the directories the files live in and
+the managers' checkpoints must stay the ones the daemon locked and wrote.
 
 A cleanup script's ``rm -rf``, or a disk re-provisioned under a running daemon, takes the checkpoints, the
 pod files and the lock file with it. Left alone, the daemon would answer as before and write only the
@@ -10,6 +10,12 @@ was removed meanwhile went with it: the pass fails and its calls are undone), an
 check asks it every few seconds. On a problem the daemon re-creates the directory, locks it again and
 writes the whole node from memory (:mod:`kubeletemu.daemon.state_disk`) before it acknowledges anything
 more.
+
+A checkpoint deleted on its own (``cpu_manager_state``, ``memory_manager_state``, the device manager's)
+is as much a loss: the writer skips files whose content it already wrote, so later admissions would not
+bring it back, and the next start refuses a node whose pods hold CPUs, memory or devices with no
+checkpoint. The checkpoints the daemon wrote are watched with the directories (a ``stat`` each; pod files
+are not, one per pod would be a ``stat`` per pod on every call) and rewritten the same way.
 """
 
 from __future__ import annotations
@@ -32,14 +38,19 @@ class StateDirGuard:
         # its (device, inode) when last written whole; None for one not made yet (pods/ before the first
         # admission), which is adopted when it appears.
         self._directories: dict[Path, Identity | None] = {}
+        # The checkpoints (files outside those pod directories) as of the last whole write.
+        self._files: tuple[Path, ...] = ()
         # How often the directory was found gone or replaced (counted by the daemon's metric too).
         self.rebuilds = 0
 
     def remember(self, files: Iterable[Path], directories: Iterable[Path] = ()) -> None:
         """The directories of ``files`` (and ``directories``, which may not exist yet) as they are now: the
         state was just written whole into them."""
-        watched = {self.lock.state_dir, *directories, *(path.parent for path in files)}
+        files = list(files)
+        pods = set(directories)
+        watched = {self.lock.state_dir, *pods, *(path.parent for path in files)}
         self._directories = {directory: _identity(directory) for directory in watched}
+        self._files = tuple(path for path in files if path.parent not in pods)
 
     def problem(self) -> str | None:
         """Why the state directory is not the one the daemon holds, None when it is."""
@@ -60,6 +71,15 @@ class StateDirGuard:
                 return f"{directory} is gone"
             if now != identity:
                 return f"{directory} was replaced by another directory"
+        for path in self._files:
+            try:
+                st = os.stat(path)
+            except FileNotFoundError:
+                return f"the checkpoint {path} is gone"
+            except OSError:
+                continue  # its directory is not one (above): the writer's failure handling has it
+            if not stat.S_ISREG(st.st_mode):
+                return f"the checkpoint {path} is not a file"
         return None
 
     def retake(self) -> None:
@@ -69,6 +89,7 @@ class StateDirGuard:
             self.lock.retake(self.holder)
         # Until the node is written whole again (``remember``), the directories below are not known.
         self._directories = {}
+        self._files = ()
 
 
 _NOT_A_DIRECTORY: Identity = (-1, -1)

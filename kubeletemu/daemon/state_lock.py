@@ -19,13 +19,24 @@ import contextlib
 import errno
 import fcntl
 import os
+import stat
 from pathlib import Path
+
+from kubeletemu.checkpointmanager import make_directories
 
 LOCK_NAME = "kubeletemu.lock"
 
 
-class StateDirInUseError(Exception):
+class StateDirError(Exception):
+    """The state directory cannot be locked; the message names it and says why."""
+
+
+class StateDirInUseError(StateDirError):
     """Another process holds the state directory (the message names it), or the lock cannot be taken."""
+
+
+class StateDirUnusableError(StateDirError):
+    """The state directory's path is something else than a directory (a regular file, a socket)."""
 
 
 class StateDirLock:
@@ -36,8 +47,9 @@ class StateDirLock:
 
     def acquire(self, holder: str) -> None:
         """Take the lock or raise; ``holder`` (e.g. "pid 12, serving /run/x.sock") is written for others."""
+        _refuse_non_directory(self.state_dir)
         try:
-            self.state_dir.mkdir(mode=0o750, parents=True, exist_ok=True)
+            make_directories(self.state_dir)
             fd, writable = self._open()
         except OSError as err:
             raise StateDirInUseError(
@@ -118,3 +130,14 @@ class StateDirLock:
     @property
     def held(self) -> bool:
         return self._fd is not None
+
+
+def _refuse_non_directory(path: Path) -> None:
+    """Without this, ``mkdir`` on a file's path says "File exists", which reads like another daemon."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return  # missing (made below), or unreachable: mkdir's own error says why
+    if not stat.S_ISDIR(mode):
+        kind = "a regular file" if stat.S_ISREG(mode) else "something else"
+        raise StateDirUnusableError(f"the state directory {path} is not a directory: {kind} is in its place")

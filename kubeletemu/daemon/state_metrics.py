@@ -32,7 +32,7 @@ class StateMetrics:
         self.writable.set(1)
         self.rebuilds = Counter(
             "kubeletemu_state_directory_rebuilds",
-            "Times the state directory was found removed or replaced while the daemon ran, and was made "
-            "again, locked again and written whole from memory.",
+            "Times the state directory (or a checkpoint in it) was found removed or replaced while the "
+            "daemon ran, and was made again, locked again and written whole from memory.",
             registry=registry,
         )

@@ -15,14 +15,13 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1 import health_pb2
 from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection, reflection_pb2
 
 from kubeletemu._proto.podresources.v1 import api_pb2 as v1
-from kubeletemu._proto.podresources.v1 import api_pb2_grpc as v1_grpc
 from kubeletemu._proto.podresources.v1alpha1 import api_pb2 as v1alpha1
-from kubeletemu._proto.podresources.v1alpha1 import api_pb2_grpc as v1alpha1_grpc
+from kubeletemu.daemon.decoding import add_service
 from kubeletemu.emulator import NodeEmulator
 from kubeletemu.podresources.ratelimit import REJECTED_BY_RATE_LIMIT, TokenBucket
 from kubeletemu.podresources.schema import VersionedPool
@@ -32,10 +31,13 @@ from kubeletemu.podresources.servicer_v1alpha1 import PodResourcesListerV1alpha1
 if TYPE_CHECKING:
     from kubeletemu.daemon.metrics import KubeletMetrics
 
-V1_SERVICE = v1.DESCRIPTOR.services_by_name["PodResourcesLister"].full_name
-V1ALPHA1_SERVICE = v1alpha1.DESCRIPTOR.services_by_name["PodResourcesLister"].full_name
+V1 = v1.DESCRIPTOR.services_by_name["PodResourcesLister"]
+V1ALPHA1 = v1alpha1.DESCRIPTOR.services_by_name["PodResourcesLister"]
+HEALTH = health_pb2.DESCRIPTOR.services_by_name["Health"]
+V1_SERVICE = V1.full_name
+V1ALPHA1_SERVICE = V1ALPHA1.full_name
 PODRESOURCES_SERVICES = (V1ALPHA1_SERVICE, V1_SERVICE)
-HEALTH_SERVICE = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
+HEALTH_SERVICE = HEALTH.full_name
 # podresources.Socket + ".sock" under the kubelet's root dir.
 KUBELET_DEFAULT_SOCKET = "/var/lib/kubelet/pod-resources/kubelet.sock"
 # grpc-go's server default: no send limit. (Clients raise their receive limit to 16 MiB.)
@@ -87,13 +89,10 @@ class PodResourcesServer:
         self.server = grpc.aio.server(
             interceptors=[RateLimitInterceptor(self.limiter)], options=list(SERVER_OPTIONS)
         )
-        v1alpha1_grpc.add_PodResourcesListerServicer_to_server(
-            PodResourcesListerV1alpha1(emulator, lock, metrics), self.server
-        )
-        v1_grpc.add_PodResourcesListerServicer_to_server(
-            PodResourcesListerV1(emulator, lock, metrics), self.server
-        )
-        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
+        # Bytes that are no request: INVALID_ARGUMENT, as on the admission socket.
+        add_service(PodResourcesListerV1alpha1(emulator, lock, metrics), V1ALPHA1, self.server)
+        add_service(PodResourcesListerV1(emulator, lock, metrics), V1, self.server)
+        add_service(self.health, HEALTH, self.server)
         pool = VersionedPool(
             lambda: emulator().config.emulator.kubelet_version,
             (v1.DESCRIPTOR, v1alpha1.DESCRIPTOR, health_pb2.DESCRIPTOR, reflection_pb2.DESCRIPTOR),

@@ -13,6 +13,8 @@ from types import MappingProxyType
 from kubeletemu.emulator import NodeEmulator
 from kubeletemu.podresources import nrt, view
 from kubeletemu.scheduler.framework import NodeInfo
+from kubeletemu.scheduler.koordinator.koordlet import koordlet_node_resource_topology
+from kubeletemu.scheduler.koordinator.koordlet_device import annotated_pods, koordlet_devices
 from kubeletemu.scheduler.objects import Cluster, Device, Node, NodeResourceTopology, from_node_side
 from kubeletemu.scheduler.profile import Profile, node_infos
 
@@ -29,9 +31,6 @@ def node_info(emulator: NodeEmulator, flavour: str = FLAVOUR_RTE) -> NodeInfo:
     node = Node(name=name, allocatable=MappingProxyType(dict(emulator.allocatable.allocatable)))
     pods = tuple(dataclasses.replace(pod, node_name=name) for pod, _ in emulator.pods())
     if flavour == FLAVOUR_KOORDLET:
-        from kubeletemu.scheduler.koordinator.koordlet import koordlet_node_resource_topology
-        from kubeletemu.scheduler.koordinator.koordlet_device import annotated_pods, koordlet_devices
-
         reported = koordlet_devices(emulator)
         topology = koordlet_node_resource_topology(emulator)
         return NodeInfo(name, node, topology, annotated_pods(emulator, name, reported), reported.device)
@@ -65,8 +64,6 @@ def published(emulator: NodeEmulator, flavour: str, method: str, update: str) ->
         return nrt.node_resource_topology(emulator, method, update)
     if flavour != FLAVOUR_KOORDLET:
         raise ValueError(f"exporter flavour {flavour!r}: expected one of {', '.join(FLAVOURS)}")
-    from kubeletemu.scheduler.koordinator.koordlet import koordlet_node_resource_topology
-
     return to_node_side(koordlet_node_resource_topology(emulator))
 
 
@@ -77,8 +74,6 @@ def published_device(emulator: NodeEmulator, flavour: str) -> Device | None:
         return None
     if flavour != FLAVOUR_KOORDLET:
         raise ValueError(f"exporter flavour {flavour!r}: expected one of {', '.join(FLAVOURS)}")
-    from kubeletemu.scheduler.koordinator.koordlet_device import koordlet_devices
-
     return koordlet_devices(emulator).device
 
 

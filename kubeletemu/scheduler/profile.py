@@ -35,6 +35,7 @@ from kubeletemu.scheduler.framework import (
     PluginScore,
     Status,
 )
+from kubeletemu.scheduler.koordinator.model import node_numa_resource, node_numa_resource_design
 from kubeletemu.scheduler.noderesourcesfit import (
     BALANCED_NAME,
     NodeResourcesBalancedAllocation,
@@ -42,6 +43,8 @@ from kubeletemu.scheduler.noderesourcesfit import (
     NodeResourcesFitArgs,
     ResourceSpec,
 )
+from kubeletemu.scheduler.nrtmatch.args import parse_args
+from kubeletemu.scheduler.nrtmatch.model import NodeResourceTopologyMatch
 from kubeletemu.scheduler.objects import Cluster
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
@@ -103,23 +106,16 @@ def _balanced(raw: Mapping[str, Any] | None, source: str) -> Model:
 def _topology_match(raw: Mapping[str, Any] | None, source: str) -> Model:
     """scheduler-plugins' NodeResourceTopologyMatch. One cycle has no reservation history, so it reads the
     NRTs as published (the passthrough cache); the cache args are still decoded and validated."""
-    from kubeletemu.scheduler.nrtmatch.args import parse_args
-    from kubeletemu.scheduler.nrtmatch.model import NodeResourceTopologyMatch
-
     return NodeResourceTopologyMatch(parse_args(raw, source))
 
 
 def _koordinator(raw: Mapping[str, Any] | None, source: str) -> Model:
     """Koordinator's NodeNUMAResource, as shipped."""
-    from kubeletemu.scheduler.koordinator.model import node_numa_resource
-
     return node_numa_resource(raw, source)
 
 
 def _koordinator_design(raw: Mapping[str, Any] | None, source: str) -> Model:
     """Koordinator's NUMA scheduling as its design document describes it (a name of our own)."""
-    from kubeletemu.scheduler.koordinator.model import node_numa_resource_design
-
     return node_numa_resource_design(raw, source)
 
 

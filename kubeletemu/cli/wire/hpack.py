@@ -100,6 +100,10 @@ class HpackError(Exception):
     """A header block this decoder cannot read: HTTP/2's COMPRESSION_ERROR, fatal to the connection."""
 
 
+class HeaderListTooLargeError(HpackError):
+    """A header block that decodes to more than the receiver allows."""
+
+
 def huffman_code() -> tuple[list[int], list[int], list[int], list[int]]:
     """The canonical code as, per length ``n`` (0 … 30): the first code of that length, how many codes
     have it, where its symbols start in ``symbols``; and ``symbols`` ordered by (length, symbol)."""
@@ -181,18 +185,31 @@ class Decoder:
         self._entries: list[Header] = []  # newest first: index 62 is the first entry
         self._used = 0
 
-    def decode(self, block: bytes) -> list[Header]:
+    def decode(self, block: bytes, max_list_size: int | None = None) -> list[Header]:
+        """The block's fields; :class:`HeaderListTooLargeError` as soon as they add up to more than
+        ``max_list_size`` (counted as SETTINGS_MAX_HEADER_LIST_SIZE counts: name, value and 32 octets per
+        field). Counted while decoding: a few bytes that index a large dynamic-table entry over and over
+        decode to far more than they are."""
         headers: list[Header] = []
+        list_size = 0
+
+        def add(header: Header) -> None:
+            nonlocal list_size
+            list_size += len(header[0]) + len(header[1]) + _ENTRY_OVERHEAD
+            if max_list_size is not None and list_size > max_list_size:
+                raise HeaderListTooLargeError(f"header list larger than {max_list_size} bytes")
+            headers.append(header)
+
         at, end = 0, len(block)
         seen_field = False
         while at < end:
             byte = block[at]
             if byte & 0x80:  # indexed field (§6.1)
                 index, at = self._read_integer(block, at, 7)
-                headers.append(self._lookup(index))
+                add(self._lookup(index))
             elif byte & 0x40:  # literal with incremental indexing (§6.2.1)
                 header, at = self._read_literal(block, at, 6)
-                headers.append(header)
+                add(header)
                 self._insert(header)
             elif byte & 0x20:  # dynamic table size update (§6.3), only before the block's first field
                 if seen_field:
@@ -205,7 +222,7 @@ class Decoder:
                 continue
             else:  # literal without indexing (0000) or never indexed (0001) (§6.2.2, §6.2.3)
                 header, at = self._read_literal(block, at, 4)
-                headers.append(header)
+                add(header)
             seen_field = True
         return headers
 

@@ -9,7 +9,13 @@ flag, a 4-byte big-endian length, the protobuf bytes), and the answer's headers,
 sent within the daemon's windows, and this side opens its own windows wide at once, so an answer of any
 size flows without further updates. A status other than OK, a connection that fails or closes, and a
 deadline become :class:`CallError` with the status names grpcio gives, and the same limit on a received
-message (4 MiB unless the caller raises it). ``tests/cli/test_wire_http2.py`` talks to the real daemon.
+message (4 MiB unless the caller raises it). What a peer sends is bounded: frames of at most 16 KiB (this
+side never raises SETTINGS_MAX_FRAME_SIZE), a header list of at most :data:`MAX_HEADER_LIST` (announced as
+SETTINGS_MAX_HEADER_LIST_SIZE, counted while the block is read and while it is decoded), and what RFC 9113
+calls a connection error (padding longer than its frame, a setting out of its range) ends the call
+``INTERNAL`` at once, as grpc core does, instead of waiting on a peer that broke the protocol.
+``tests/cli/test_wire_http2.py`` talks to the real daemon, ``tests/cli/test_wire_http2_frames.py`` to a
+peer that sends the frames a test writes.
 """
 
 from __future__ import annotations
@@ -18,15 +24,19 @@ import contextlib
 import socket
 import time
 
-from kubeletemu.cli.wire.hpack import Decoder, Header, HpackError, encode
+from kubeletemu.cli.wire.hpack import Decoder, Header, HeaderListTooLargeError, HpackError, encode
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 DATA, HEADERS, RST_STREAM, SETTINGS, PING, GOAWAY, WINDOW_UPDATE, CONTINUATION = 0, 1, 3, 4, 6, 7, 8, 9
 END_STREAM = ACK = 0x1
 END_HEADERS, PADDED, PRIORITY = 0x4, 0x8, 0x20
 SETTINGS_ENABLE_PUSH, SETTINGS_INITIAL_WINDOW_SIZE = 0x2, 0x4
-SETTINGS_MAX_FRAME_SIZE = 0x5
+SETTINGS_MAX_FRAME_SIZE, SETTINGS_MAX_HEADER_LIST_SIZE = 0x5, 0x6
 DEFAULT_WINDOW, DEFAULT_FRAME, MAX_WINDOW = 65_535, 16_384, 2**31 - 1
+MAX_FRAME_LIMIT = 2**24 - 1  # the largest SETTINGS_MAX_FRAME_SIZE a peer may announce (RFC 9113 §6.5.2)
+# The largest header list (headers or trailers) accepted: far above what the daemon sends (its messages
+# are clipped to a few hundred characters), small enough that a peer cannot make this side hold much.
+MAX_HEADER_LIST = 1024 * 1024
 STREAM = 1  # the one stream a client's first request opens
 # grpcio's default limit on a received message (grpc.max_receive_message_length).
 DEFAULT_MAX_RECEIVE = 4 * 1024 * 1024
@@ -131,6 +141,18 @@ def _is_hex(pair: str) -> bool:
     return len(pair) == 2 and all(c in "0123456789abcdefABCDEF" for c in pair)
 
 
+def _protocol_error(what: str) -> CallError:
+    """A connection error of the peer's (RFC 9113 §5.4.1): grpc core ends the call INTERNAL."""
+    return CallError("INTERNAL", f"the daemon broke the HTTP/2 protocol: {what}")
+
+
+def _header_list_too_large() -> CallError:
+    # grpc core refuses metadata over its limit RESOURCE_EXHAUSTED too.
+    return CallError(
+        "RESOURCE_EXHAUSTED", f"the daemon's header list is larger than max ({MAX_HEADER_LIST} bytes)"
+    )
+
+
 class _Call:
     """The client side of one connection carrying one unary call."""
 
@@ -165,7 +187,11 @@ class _Call:
         )
         settings = b"".join(
             key.to_bytes(2, "big") + value.to_bytes(4, "big")
-            for key, value in ((SETTINGS_ENABLE_PUSH, 0), (SETTINGS_INITIAL_WINDOW_SIZE, MAX_WINDOW))
+            for key, value in (
+                (SETTINGS_ENABLE_PUSH, 0),
+                (SETTINGS_INITIAL_WINDOW_SIZE, MAX_WINDOW),
+                (SETTINGS_MAX_HEADER_LIST_SIZE, MAX_HEADER_LIST),
+            )
         )
         out = bytearray(PREFACE)
         out += _frame(SETTINGS, 0, 0, settings)
@@ -246,6 +272,8 @@ class _Call:
         head = self._read(9)
         length = int.from_bytes(head[:3], "big")
         kind, flags, stream = head[3], head[4], int.from_bytes(head[5:9], "big") & MAX_WINDOW
+        if length > DEFAULT_FRAME:  # FRAME_SIZE_ERROR: this side announced no larger frames
+            raise _protocol_error(f"a frame of {length} bytes, over the {DEFAULT_FRAME} this client allows")
         payload = self._read(length)
         if kind == SETTINGS:
             if not flags & ACK:
@@ -273,6 +301,7 @@ class _Call:
             self._headers(self._unpadded(payload, flags, priority=bool(flags & PRIORITY)), flags)
         elif kind == CONTINUATION:
             self.block += payload
+            self._check_block_size()
             if flags & END_HEADERS:
                 self._end_block()
         elif kind == DATA:
@@ -292,35 +321,59 @@ class _Call:
             raise CallError(code, f"the daemon reset the stream (HTTP/2 error {error})")
 
     def _settings(self, payload: bytes) -> None:
-        for at in range(0, len(payload) - 5, 6):
+        """Apply the peer's settings; a value out of its range is a connection error (RFC 9113 §6.5.2): a
+        frame size of 0 would otherwise leave the request waiting for room that never comes."""
+        if len(payload) % 6:
+            raise _protocol_error(f"a SETTINGS frame of {len(payload)} bytes, not a multiple of 6")
+        for at in range(0, len(payload), 6):
             key, value = (
                 int.from_bytes(payload[at : at + 2], "big"),
                 int.from_bytes(payload[at + 2 : at + 6], "big"),
             )
             if key == SETTINGS_INITIAL_WINDOW_SIZE:
+                if value > MAX_WINDOW:
+                    raise _protocol_error(f"SETTINGS_INITIAL_WINDOW_SIZE {value}, over {MAX_WINDOW}")
                 self.stream_window += value - self.initial_window  # RFC 9113 §6.9.2
                 self.initial_window = value
             elif key == SETTINGS_MAX_FRAME_SIZE:
+                if not DEFAULT_FRAME <= value <= MAX_FRAME_LIMIT:
+                    raise _protocol_error(
+                        f"SETTINGS_MAX_FRAME_SIZE {value}, outside {DEFAULT_FRAME}..{MAX_FRAME_LIMIT}"
+                    )
                 self.frame_size = value
 
     @staticmethod
     def _unpadded(payload: bytes, flags: int, priority: bool) -> bytes:
+        """The fragment or data of a DATA or HEADERS frame: without its pad length, priority fields and
+        padding (RFC 9113 §6.1, §6.2)."""
         start, end = 0, len(payload)
         if flags & PADDED:
+            if not payload:
+                raise _protocol_error("a padded frame without its pad length")
             start, end = 1, len(payload) - payload[0]
         if priority:
             start += 5
+        if end < start:  # PROTOCOL_ERROR: the padding is as long as the frame or longer
+            raise _protocol_error(f"a frame of {len(payload)} bytes with more padding or priority than that")
         return payload[start:end]
 
     def _headers(self, fragment: bytes, flags: int) -> None:
         self.block = bytearray(fragment)
         self.block_ends_stream = bool(flags & END_STREAM)
+        self._check_block_size()
         if flags & END_HEADERS:
             self._end_block()
 
+    def _check_block_size(self) -> None:
+        """A header block is held whole until its last CONTINUATION: bounded as its decoded list is."""
+        if len(self.block) > MAX_HEADER_LIST:
+            raise _header_list_too_large()
+
     def _end_block(self) -> None:
         try:
-            self.header_blocks.append(self.decoder.decode(bytes(self.block)))
+            self.header_blocks.append(self.decoder.decode(bytes(self.block), MAX_HEADER_LIST))
+        except HeaderListTooLargeError:
+            raise _header_list_too_large() from None
         except HpackError as err:
             raise CallError("INTERNAL", f"unreadable headers from the daemon: {err}") from None
         if self.block_ends_stream:

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
-from kubeletemu.checkpointmanager import write_file_atomic
+from kubeletemu.checkpointmanager import make_directories, write_file_atomic
 from kubeletemu.cpumanager.cpuset import CPUSet
 from kubeletemu.cpumanager.errors import CheckpointError, CheckpointNotFoundError, CPUSetError, StateError
 from kubeletemu.cpumanager.state import formats
@@ -87,7 +87,7 @@ class CheckpointState:
         self._containers = dict(initial_containers or {})
         try:
             # The checkpoint manager creates its directory (utilstore.NewFileStore).
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            make_directories(self.path.parent)
         except OSError as err:
             raise StateError(f"failed to initialize checkpoint manager: {err}") from None
         try:
