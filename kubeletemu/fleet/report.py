@@ -1,9 +1,10 @@
 """A fleet's results for people (an aligned table in Kubernetes units), for programs (JSON, exact
-integers) and for spreadsheets (CSV, one row per configuration, the scalar fields).
+integers) and for spreadsheets (CSV, one row per run, the scalar fields).
 
-Each configuration run once per seed; ``summaries`` (:mod:`kubeletemu.fleet.stats`) give each
-configuration's mean and 95 % interval over its seeds, and the table states a ranking only where the
-intervals separate."""
+Each setup runs once per seed (a run, :mod:`kubeletemu.fleet.setups`); ``summaries``
+(:mod:`kubeletemu.fleet.stats`) give each setup's mean and 95 % interval over its seeds. The table is a row
+per setup, at most :data:`WIDTH` columns for the worked example, and states a ranking only where the
+intervals separate; ``-o wide`` adds a row per run. JSON keeps every run under ``configurations``."""
 
 from __future__ import annotations
 
@@ -71,7 +72,7 @@ def duration_text(seconds: float) -> str:
 
 
 def document(results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """``{configurations: [per seed...], summaries: [per configuration...]}``."""
+    """``{configurations: [per run...], summaries: [per setup...]}``."""
     return {"configurations": [dict(r) for r in results], "summaries": summaries([dict(r) for r in results])}
 
 
