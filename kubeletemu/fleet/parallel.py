@@ -90,14 +90,14 @@ class RayUnavailable(RunnerError):
 
 
 class Interrupted(RunnerError):
-    """The run was interrupted (Ctrl-C); ``results`` are the configurations that had finished, in the
-    order given, ``done`` of ``total``."""
+    """The fleet was interrupted (Ctrl-C); ``results`` are the runs (configurations) that had finished, in
+    the order given, ``done`` of ``total``."""
 
     def __init__(self, results: list[dict[str, Any]], total: int) -> None:
         self.results = results
         self.done = len(results)
         self.total = total
-        super().__init__(f"interrupted: {self.done} of {total} configurations done")
+        super().__init__(f"interrupted: {self.done} of {total} runs done")
 
 
 def require_ray() -> None:
@@ -114,7 +114,7 @@ class ConfigurationFailed(RunnerError):
         self.cause = cause
         detail = str(cause).strip().splitlines()
         reason = f"{type(cause).__name__}: {detail[0]}" if detail else type(cause).__name__
-        super().__init__(f"configuration {name!r} failed: {reason}")
+        super().__init__(f"run {name!r} failed: {reason}")
 
 
 def run_many(

@@ -1,5 +1,6 @@
-"""Progress of a fleet run on a terminal, drawn with tqdm: one bar for the configurations done, and one
-bar of pods per configuration running (opened at its first report, closed when it finishes).
+"""Progress of a fleet on a terminal, drawn with tqdm: one bar for the runs done (``runs (6 setups × 5
+seeds)``, :mod:`kubeletemu.fleet.setups`), and one bar of pods per run going on (opened at its first
+report, closed when it finishes).
 
 Every update comes from the thread that runs ``parallel.run_many``'s loop (reports from worker processes
 or Ray tasks are relayed to it), so no bar is ever touched from two threads. tqdm 4.70.1 behaviour relied
@@ -15,6 +16,8 @@ from typing import TYPE_CHECKING, Never, TextIO
 
 from tqdm import tqdm
 
+from kubeletemu.fleet.setups import runs_text
+
 if TYPE_CHECKING:
     # A bar that counts without iterating anything (tqdm is generic only in its stubs).
     Bar = tqdm[Never]
@@ -24,14 +27,15 @@ class FleetProgress:
     def __init__(self, names: Sequence[str], *, file: TextIO | None = None) -> None:
         self._names = list(names)
         self._file = file if file is not None else sys.stderr
+        setups = runs_text(self._names).partition(" = ")[0]  # "6 setups × 5 seeds", the bar counts runs
         self._overall = tqdm(
-            total=len(self._names), desc="configurations", unit="cfg", position=0, file=self._file
+            total=len(self._names), desc=f"runs ({setups})", unit="run", position=0, file=self._file
         )
-        self._running: dict[int, tuple[Bar, int]] = {}  # configuration -> its pod bar, its screen line
+        self._running: dict[int, tuple[Bar, int]] = {}  # run -> its pod bar, its screen line
         self._free: set[int] = set()  # screen lines of closed pod bars, reused first
 
     def pods(self, index: int, done: int, total: int) -> None:
-        """Configuration ``index`` has scheduled ``done`` of its ``total`` pods."""
+        """Run ``index`` has scheduled ``done`` of its ``total`` pods."""
         if index in self._running:
             bar = self._running[index][0]
         else:

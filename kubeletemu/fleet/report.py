@@ -1,20 +1,23 @@
 """A fleet's results for people (an aligned table in Kubernetes units), for programs (JSON, exact
-integers) and for spreadsheets (CSV, one row per configuration, the scalar fields).
+integers) and for spreadsheets (CSV, one row per run, the scalar fields).
 
-Each configuration run once per seed; ``summaries`` (:mod:`kubeletemu.fleet.stats`) give each
-configuration's mean and 95 % interval over its seeds, and the table states a ranking only where the
-intervals separate."""
+Each setup runs once per seed (a run, :mod:`kubeletemu.fleet.setups`); ``summaries``
+(:mod:`kubeletemu.fleet.stats`) give each setup's mean and 95 % interval over its seeds. The table is a row
+per setup, at most :data:`WIDTH` columns for the worked example, and states a ranking only where the
+intervals separate; ``-o wide`` adds a row per run. JSON keeps every run under ``configurations``."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import yaml
 
+from kubeletemu.fleet.setups import runs_text, short_names
 from kubeletemu.fleet.stats import base_name, ranking, summaries
 
 CSV_FIELDS = (
@@ -32,6 +35,8 @@ RANKED = (
     ("pending_p99_s", "pending p99"),
     ("time_to_running_p99_s", "time to Running p99"),
 )
+# The default table fits a terminal this wide (the ranking lines wrap to it).
+WIDTH = 120
 _BINARY = (
     ("Ei", 1 << 60),
     ("Pi", 1 << 50),
@@ -67,7 +72,7 @@ def duration_text(seconds: float) -> str:
 
 
 def document(results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """``{configurations: [per seed...], summaries: [per configuration...]}``."""
+    """``{configurations: [per run...], summaries: [per setup...]}``."""
     return {"configurations": [dict(r) for r in results], "summaries": summaries([dict(r) for r in results])}
 
 
@@ -104,10 +109,31 @@ def _aligned(rows: Sequence[Sequence[str]]) -> list[str]:
     return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
 
 
-def render_table(results: Sequence[Mapping[str, Any]]) -> str:
+def render_table(results: Sequence[Mapping[str, Any]], *, per_seed: bool = False) -> str:
+    """The headline, then one row per setup (the mean and 95 % interval over its seeds, and the ranking
+    where intervals separate); with ``per_seed`` (``-o wide``), one row per run after them."""
+    summary = summaries([dict(r) for r in results])
+    short = short_names([s["name"] for s in summary])
+    lines = [_headline(results)]
+    if short.shared:
+        lines.append(short.note())
+    lines.extend(["", *_summary_table(summary, short.names)])
+    if any(len(s["seeds"]) > 1 for s in summary):
+        lines.extend(["", *_rankings(summary, short.names)])
+    if per_seed:
+        lines.extend(["", *_per_seed_table(results, short.names)])
+    return "\n".join(lines)
+
+
+def render_wide(results: Sequence[Mapping[str, Any]]) -> str:
+    """``-o wide``: the table with a row per run (seed) after the summary."""
+    return render_table(results, per_seed=True)
+
+
+def _per_seed_table(results: Sequence[Mapping[str, Any]], names: Mapping[str, str]) -> list[str]:
     header = (
-        "CONFIGURATION", "TOPOLOGYAFFINITYERROR", "OTHER", "PENDING P50", "P99", "MAX", "TO RUNNING P99",
-        "ATTEMPTS", "RUNNING", "NEVER RUNNING", "RESYNCS (MATCH/MISMATCH)", "LARGEST FREE NUMA (CPU/MEMORY)",
+        "SETUP", "SEED", "TOPOLOGYAFFINITYERROR", "OTHER", "PENDING P50", "P99", "MAX", "TO RUNNING P99",
+        "ATTEMPTS", "RUNNING", "NEVER RUNNING", "RESYNCS MATCH/MISMATCH", "LARGEST FREE NUMA CPU/MEMORY",
     )  # fmt: skip
     rows = [header]
     for r in results:
@@ -115,9 +141,11 @@ def render_table(results: Sequence[Mapping[str, Any]]) -> str:
         matched = f"{resyncs['fingerprint_match']}/{resyncs['fingerprint_mismatch']}"
         free = r["largest_single_numa_free"]
         rate = r["topology_affinity_error_rate"] * 100
+        setup = base_name(str(r["name"]))
         rows.append(
             (
-                r["name"],
+                names.get(setup, setup),
+                str(r.get("seed", "-")),
                 f"{r['topology_affinity_errors']} ({rate:.1f}%)",
                 str(r["other_admission_errors"]),
                 duration_text(r["pending_p50_s"]),
@@ -131,18 +159,14 @@ def render_table(results: Sequence[Mapping[str, Any]]) -> str:
                 f"{cpu_text(free['cpu'])}/{bytes_text(free['memory'])}",
             )
         )
-    lines = _aligned(rows)
-    lines.insert(0, _headline(results))
-    summary = summaries([dict(r) for r in results])
-    if any(len(s["seeds"]) > 1 for s in summary):
-        lines.extend(["", *_summary_table(summary), "", *_rankings(summary)])
-    return "\n".join(lines)
+    return ["per run (setup and seed):", *_aligned(rows)]
 
 
 def _headline(results: Sequence[Mapping[str, Any]]) -> str:
     nodes = results[0].get("nodes", "?") if results else 0
     pods = results[0]["pods_total"] if results else 0
-    text = f"fleet: {len(results)} configuration(s), {nodes} node(s), {pods} workload pod(s)"
+    runs = runs_text([str(r["name"]) for r in results])
+    text = f"fleet: {runs}; {nodes} node(s), {pods} workload pod(s) a run"
     schedulers = sorted({str(r["scheduler_version"]) for r in results if r.get("scheduler_version")})
     kubelets = sorted({str(v) for r in results for v in r.get("kubelet_versions", ())})
     if schedulers:
@@ -163,45 +187,66 @@ def _seconds(value: float | None) -> str:
 def interval_text(summary: Mapping[str, Any], key: str) -> str:
     """``mean [low, high]`` in the figure's unit (a count, or a duration for ``*_s``); the interval is
     shown from 0, as neither can be negative."""
-    figure = summary[key]
-    show = _seconds if key.endswith("_s") else _count
+    return figure_text(summary[key], seconds=key.endswith("_s"))
+
+
+def figure_text(figure: Mapping[str, float | None], *, seconds: bool) -> str:
+    """A ``{mean, low, high}`` figure (:func:`kubeletemu.fleet.stats.interval`) as ``mean [low, high]``,
+    or the mean alone without an interval: a duration, or a count."""
+    show = _seconds if seconds else _count
     if figure["low"] is None:
         return show(figure["mean"])
     return f"{show(figure['mean'])} [{show(figure['low'])}, {show(figure['high'])}]"
 
 
-def _summary_table(summary: Sequence[Mapping[str, Any]]) -> list[str]:
-    header = (
-        "CONFIGURATION",
-        "SEEDS",
-        "TOPOLOGYAFFINITYERROR",
-        "PENDING P50",
-        "PENDING P99",
-        "TO RUNNING P99",
-    )
+def _summary_table(summary: Sequence[Mapping[str, Any]], names: Mapping[str, str]) -> list[str]:
+    """The README's table: a row per setup. A SEEDS column only where setups differ in seeds (an
+    interrupted fleet); the headline gives the one count otherwise."""
+    seeds = {len(s["seeds"]) for s in summary}
+    header = ["SETUP", "SEEDS", "TOPOLOGYAFFINITYERROR", "PENDING P99", "TO RUNNING P99", "NEVER RUNNING"]
     rows = [header]
     for s in summary:
         rows.append(
-            (
-                s["name"],
+            [
+                names.get(s["name"], s["name"]),
                 str(len(s["seeds"])),
                 interval_text(s, "topology_affinity_errors"),
-                interval_text(s, "pending_p50_s"),
                 interval_text(s, "pending_p99_s"),
                 interval_text(s, "time_to_running_p99_s"),
-            )
+                _count(s["never_running"]["mean"]),
+            ]
         )
+    if len(seeds) <= 1:
+        rows = [[row[0], *row[2:]] for row in rows]
+    if max(seeds, default=1) <= 1:
+        return _aligned(rows)
     return ["summary over seeds: mean [95 % interval, Student's t]", *_aligned(rows)]
 
 
-def _rankings(summary: Sequence[Mapping[str, Any]]) -> list[str]:
+def _rankings(summary: Sequence[Mapping[str, Any]], names: Mapping[str, str]) -> list[str]:
+    named = [{**s, "name": names.get(s["name"], s["name"])} for s in summary]
     lines = ["ranking ('<' only where the 95 % intervals separate, '≈' where they overlap):"]
     for key, label in RANKED:
-        lines.append(f"  {label}: {ranking(summary, key)}")
+        lines.extend(_wrapped(f"  {label}: ", ranking(named, key)))
     return lines
 
 
+def _wrapped(first: str, text: str) -> list[str]:
+    """``text`` after ``first``, broken before a ``<`` or ``≈`` to keep lines within :data:`WIDTH`,
+    continuation lines indented under the first item."""
+    words = re.split(r" (?=[<≈] )", text)
+    lines, line = [], first + words[0]
+    for word in words[1:]:
+        if len(line) + 1 + len(word) > WIDTH:
+            lines.append(line)
+            line = " " * len(first) + word
+        else:
+            line += " " + word
+    return [*lines, line]
+
+
 __all__ = [
-    "CSV_FIELDS", "base_name", "bytes_text", "cpu_text", "document", "duration_text", "interval_text",
-    "render_csv", "render_json", "render_table", "render_yaml",
+    "CSV_FIELDS", "base_name", "bytes_text", "cpu_text", "document", "duration_text", "figure_text",
+    "interval_text",
+    "render_csv", "render_json", "render_table", "render_wide", "render_yaml",
 ]  # fmt: skip

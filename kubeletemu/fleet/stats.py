@@ -79,13 +79,15 @@ def interval(values: Sequence[float]) -> dict[str, float | None]:
     }
 
 
-# The figures summarised, as result keys: the contract's three, then the medians.
+# The figures summarised, as result keys: the contract's three, then the medians, then the pods that never
+# reached Running (the table's last column).
 SUMMARISED = (
     "topology_affinity_errors",
     "pending_p99_s",
     "time_to_running_p99_s",
     "pending_p50_s",
     "time_to_running_p50_s",
+    "never_running",
 )
 TEMPLATE_SUMMARISED = ("topology_affinity_errors", "pending_p99_s", "time_to_running_p99_s")
 

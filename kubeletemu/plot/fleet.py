@@ -2,15 +2,15 @@
 
 - ``tae-vs-time-to-running.png``: TopologyAffinityErrors against the p99 time from a pod's first creation
   to Running (through every bounce), and ``tae-vs-pending.png`` against the p99 time a pod object waited
-  to be scheduled: one numbered point per configuration, coloured by scheduler, a key naming the numbers
-  (lower left is better on both counts). A configuration run with several seeds is one point at the mean
-  of its seeds with its 95 % interval on both axes (:mod:`kubeletemu.fleet.stats`); with one seed, the
-  seed's figures;
+  to be scheduled: one numbered point per setup (:mod:`kubeletemu.fleet.setups`) at the mean of its
+  seeds, with its 95 % interval on both axes (:mod:`kubeletemu.fleet.stats`; one seed: its figures),
+  coloured by scheduler, on symlog axes, a table beside the plot naming the numbers with their figures
+  (lower left is better on both counts);
 - ``pending-over-time.png``: pods pending over simulated time as small multiples, a panel per
   configuration with a thin line per seed, all panels on one scale (one chart of all the lines piles them
   into a single spike);
 - ``numa-utilisation.png``: CPU and memory utilisation per NUMA node at the end of the run, rows nodes,
-  columns NUMA ids, one column of panels per configuration (the first ``HEATMAP_PANELS``).
+  columns NUMA ids, one column of panels per setup (its first seed), ``HEATMAP_COLUMNS`` setups a row.
 """
 
 from __future__ import annotations
@@ -19,20 +19,27 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
+from kubeletemu.fleet.report import figure_text
+from kubeletemu.fleet.setups import ShortNames, short_names
 from kubeletemu.fleet.stats import base_name, interval
 from kubeletemu.plot import backend, heatmap
 from kubeletemu.plot.inputs import PlotInputError, field, name_of, number, optional_fraction
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+    from matplotlib.transforms import Bbox
 
 TAE_VS_TIME_TO_RUNNING = "tae-vs-time-to-running.png"
 TAE_VS_PENDING = "tae-vs-pending.png"
 PENDING_OVER_TIME = "pending-over-time.png"
 NUMA_UTILISATION = "numa-utilisation.png"
-SCATTER_SIZE = (1000, 700)
+SCATTER_SIZE = (1200, 700)
 PENDING_COLUMNS = 3
 PENDING_PANEL_PX = (360, 230)
-HEATMAP_PANELS = 4
+HEATMAP_COLUMNS = 6  # setups a row of the utilisation chart
 # matplotlib's tab10, then the same hues dashed: twenty configurations stay apart.
 LINESTYLES = ("-", "--", ":", "-.")
 
@@ -140,12 +147,9 @@ def _span(values: Sequence[float]) -> tuple[float, tuple[float, float] | None]:
 
 
 def _points(configs: Sequence[_Config], x_of: Callable[[_Config], float]) -> list[_Point]:
-    """A point per configuration over its seeds when any configuration has several; else one per result."""
-    groups = _groups(configs)
-    if all(len(members) == 1 for members in groups.values()):
-        return [_Point(c.name, c.scheduler, 1, x_of(c), c.tae, None, None) for c in configs]
+    """A point per setup: the mean of its seeds, with the 95 % intervals (one seed: its figures)."""
     points = []
-    for name, members in groups.items():
+    for name, members in _groups(configs).items():
         x, x_interval = _span([x_of(c) for c in members])
         y, y_interval = _span([c.tae for c in members])
         points.append(_Point(name, members[0].scheduler, len(members), x, y, x_interval, y_interval))
@@ -153,12 +157,15 @@ def _points(configs: Sequence[_Config], x_of: Callable[[_Config], float]) -> lis
 
 
 def _scatter(points: Sequence[_Point], path: Path, xlabel: str, title: str) -> Path:
-    """Points carry numbers and a key beside the plot names them: configurations of one study sit close
-    (seeds, caches), and their names would overlap where numbers stay legible; configurations on the
-    same spot share one label ("2,5"). Error bars are the 95 % intervals over seeds."""
-    from matplotlib.ticker import MaxNLocator
+    """Points carry numbers, placed clear of each other (:func:`_place_labels`), and a table beside the
+    plot names them with their figures: setups of one study sit close (seeds, caches), where their names
+    would overlap. Both axes are symlog: linear up to 1 (0 stays on the axis), logarithmic above, so a
+    setup with hundreds of errors or minutes of waiting does not squash the others into a corner. Error
+    bars are the 95 % intervals over seeds."""
+    from matplotlib.ticker import FuncFormatter
 
     schedulers = list(dict.fromkeys(p.scheduler for p in points))
+    short = short_names([p.name for p in points])
     spots: dict[tuple[float, float], list[int]] = {}
     for number_, point in enumerate(points, start=1):
         spots.setdefault((point.x, point.y), []).append(number_)
@@ -193,31 +200,21 @@ def _scatter(points: Sequence[_Point], path: Path, xlabel: str, title: str) -> P
                 zorder=3,
                 clip_on=False,  # a point on an axis (no error at all) is drawn whole
             )
-        for (x, y), numbers in spots.items():
-            label = ",".join(str(n) for n in numbers)
-            ax.annotate(label, (x, y), xytext=(6, 6), textcoords="offset points", fontsize=9, zorder=4)
         ax.set_xlabel(xlabel)
         ax.set_ylabel("TopologyAffinityError admissions")
         ax.set_title(title)
         ax.grid(True, color="#dee2e6", zorder=0)
         ax.set_axisbelow(True)
-        ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # a count: no 0.2 errors
-        # Both are counts or durations from zero: keep the origin in view so distances compare.
-        ax.set_xlim(left=0, right=_headroom(max(_top(p.x, p.x_interval) for p in points)))
-        ax.set_ylim(bottom=0, top=_headroom(max(_top(p.y, p.y_interval) for p in points)))
+        ax.set_xscale("symlog", linthresh=1.0, linscale=0.5)
+        ax.set_yscale("symlog", linthresh=1.0, linscale=0.5)
+        ax.set_xlim(0, _log_headroom(max(_top(p.x, p.x_interval) for p in points)))
+        ax.set_ylim(0, _log_headroom(max(_top(p.y, p.y_interval) for p in points)))
+        for axis in (ax.xaxis, ax.yaxis):  # a count or seconds, not powers of ten
+            axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
         legend = ax.legend(title="scheduler", loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
-        counts = {p.seeds for p in points}
-        same = len(counts) == 1
-        key = "\n".join(
-            f"{i:>2}  {p.name}" + ("" if same else f"  ({p.seeds} seeds)")
-            for i, p in enumerate(points, start=1)
-        )
-        if max(counts) > 1:
-            each = f"the mean of {next(iter(counts))} seeds" if same else "the mean of its seeds"
-            key += f"\n\neach point: {each}\nbars: its 95 % interval"
         # Below the scheduler legend, outside the plot like it.
         ax.annotate(
-            key,
+            _key(points, short, seconds_label=xlabel.split(" (")[0]),
             xy=(0, 0),
             xycoords=legend,
             xytext=(0, -8),
@@ -226,7 +223,94 @@ def _scatter(points: Sequence[_Point], path: Path, xlabel: str, title: str) -> P
             fontsize=7.5,
             family="monospace",
         )
+        fig.draw_without_rendering()  # the layout settled: the labels are placed in display space
+        _place_labels(fig, ax, [(x, y, ",".join(map(str, numbers))) for (x, y), numbers in spots.items()])
         return backend.save_png(fig, path)
+
+
+def _log_headroom(top: float) -> float:
+    """The axis end on a symlog scale: room for a label above the largest value (at least 1)."""
+    return max(1.0, top) * 1.6 + 0.5
+
+
+def _key(points: Sequence[_Point], short: ShortNames, *, seconds_label: str) -> str:
+    """The small table beside the plot: each number's setup and the two figures it is drawn at."""
+    rows = [("", "setup", "TopologyAffinityError", seconds_label)]
+    for number_, p in enumerate(points, start=1):
+        tae = {"mean": p.y, "low": None, "high": None}
+        x = {"mean": p.x, "low": None, "high": None}
+        if p.y_interval is not None and p.x_interval is not None:
+            tae = {"mean": p.y, "low": p.y_interval[0], "high": p.y_interval[1]}
+            x = {"mean": p.x, "low": p.x_interval[0], "high": p.x_interval[1]}
+        name = short.names[p.name] + ("" if len({q.seeds for q in points}) == 1 else f" ({p.seeds} seeds)")
+        rows.append((str(number_), name, figure_text(tae, seconds=False), figure_text(x, seconds=True)))
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    lines = ["  ".join(cell.rjust(w) if i == 0 else cell.ljust(w) for i, (cell, w) in
+                       enumerate(zip(row, widths, strict=True))).rstrip() for row in rows]  # fmt: skip
+    counts = {p.seeds for p in points}
+    if max(counts) > 1:
+        each = f"the mean of {next(iter(counts))} seeds" if len(counts) == 1 else "the mean of its seeds"
+        lines += ["", f"each point: {each}, [95 % interval] (the bars)"]
+    if short.shared:
+        lines += ["every setup that has them:", f"  {', '.join(short.shared)}"]
+    return "\n".join(lines)
+
+
+# Where a point's number may go, in points from the point: beside it first, then farther out.
+_DIRECTIONS = ((1, 1), (1, -1), (-1, 1), (-1, -1), (1, 0), (0, 1), (-1, 0), (0, -1))
+_LABEL_RADII = (6, 14, 24, 36)
+_MARKER_RADIUS_PT = 5.0  # the markers' size 70 (pt²) is about 8.4 pt across
+
+
+_H_ALIGN: dict[int, Literal["left", "center", "right"]] = {1: "left", 0: "center", -1: "right"}
+_V_ALIGN: dict[int, Literal["bottom", "center", "top"]] = {1: "bottom", 0: "center", -1: "top"}
+
+
+@dataclass
+class _Room:
+    """What a label must keep clear of, in display pixels: the plot's edges, the markers (discs of
+    ``reach``) and the labels placed so far."""
+
+    inside: Bbox
+    markers: list[tuple[float, float]]
+    reach: float
+    placed: list[Bbox]
+
+    def takes(self, box: Bbox) -> bool:
+        if not (self.inside.contains(box.x0, box.y0) and self.inside.contains(box.x1, box.y1)):
+            return False
+        if any(bool(box.overlaps(other)) for other in self.placed):
+            return False
+        return not any(_near(box, x, y, self.reach) for x, y in self.markers)
+
+
+def _place_labels(fig: Figure, ax: Axes, labels: Sequence[tuple[float, float, str]]) -> None:
+    """Each label at the first offset whose box overlaps no label placed before, no marker and stays in
+    the plot; the offsets are tried in :data:`_DIRECTIONS` at growing :data:`_LABEL_RADII` (none free:
+    the first). The labels take no part in the layout, so placing them moves nothing already drawn."""
+    markers = [(float(px), float(py)) for px, py in (ax.transData.transform((x, y)) for x, y, _ in labels)]
+    room = _Room(ax.get_window_extent(), markers, _MARKER_RADIUS_PT * fig.dpi / 72.0, [])
+    offsets = [(dx * r, dy * r, dx, dy) for r in _LABEL_RADII for dx, dy in _DIRECTIONS]
+    for x, y, text in labels:
+        annotation = ax.annotate(
+            text, (x, y), xytext=(6, 6), textcoords="offset points", fontsize=9, zorder=4, gid="point-label"
+        )
+        annotation.set_in_layout(False)
+        for ox, oy, dx, dy in [*offsets, offsets[0]]:
+            annotation.xyann = (ox, oy)
+            annotation.set_horizontalalignment(_H_ALIGN[dx])
+            annotation.set_verticalalignment(_V_ALIGN[dy])
+            box = annotation.get_window_extent()  # with the figure's renderer, as saved
+            if room.takes(box):
+                break
+        room.placed.append(box)
+
+
+def _near(box: Bbox, x: float, y: float, reach: float) -> bool:
+    """Whether the box comes within ``reach`` of the point (a marker's disc)."""
+    dx = max(box.x0 - x, 0.0, x - box.x1)
+    dy = max(box.y0 - y, 0.0, y - box.y1)
+    return bool(dx * dx + dy * dy < reach * reach)
 
 
 def _top(value: float, span: tuple[float, float] | None) -> float:
@@ -247,6 +331,7 @@ def pending_size(panels: int) -> tuple[int, int]:
 
 def _pending_over_time(configs: Sequence[_Config], path: Path) -> Path:
     groups = _groups(configs)
+    short = short_names(list(groups))
     panels = len(groups)
     columns = min(PENDING_COLUMNS, panels)
     rows = -(-panels // columns)
@@ -266,7 +351,7 @@ def _pending_over_time(configs: Sequence[_Config], path: Path) -> Path:
                     linewidth=0.9,
                     alpha=0.85,
                 )
-            ax.set_title(wrap_name(name, 44), fontsize=8)
+            ax.set_title(wrap_name(short.names[name], 44), fontsize=8)
             ax.grid(True, color="#dee2e6")
             ax.set_xlim(0, end or 1.0)
             ax.set_ylim(0, _headroom(top))
@@ -275,7 +360,8 @@ def _pending_over_time(configs: Sequence[_Config], path: Path) -> Path:
             axes[index // columns][index % columns].set_visible(False)
         seeds = max(len(members) for members in groups.values())
         more = f", a line per seed ({seeds} seeds)" if seeds > 1 else ""
-        fig.suptitle(f"Pods pending over time{more}", fontsize=11)
+        note = f"\n{short.note()}" if short.shared else ""
+        fig.suptitle(f"Pods pending over time{more}{note}", fontsize=11)
         fig.supxlabel("simulated time (s)", fontsize=9)
         fig.supylabel("pods pending", fontsize=9)
         return backend.save_png(fig, path)
@@ -285,38 +371,53 @@ ROW_PX = 18
 
 
 def heatmap_size(nodes: int, panels: int) -> tuple[int, int]:
-    """Pixels of the utilisation chart: a column of two panels (CPU, memory) per configuration shown, a
-    row of ``ROW_PX`` per node (at least a readable minimum, at most a screenful and a half)."""
-    width = 140 + panels * 260 + 90
-    height = 130 + 2 * min(700, max(150, nodes * ROW_PX))
+    """Pixels of the utilisation chart: a column of two panels (CPU, memory) per setup,
+    :data:`HEATMAP_COLUMNS` setups a row, a row of ``ROW_PX`` per node (at least a readable minimum, at
+    most a screenful and a half)."""
+    columns = min(HEATMAP_COLUMNS, max(1, panels))
+    rows = -(-max(1, panels) // columns)
+    width = 140 + columns * 260 + 90
+    height = 130 + rows * 2 * min(700, max(150, nodes * ROW_PX))
     return width, height
 
 
 def _numa_utilisation(configs: Sequence[_Config], path: Path) -> Path:
-    shown = configs[:HEATMAP_PANELS]
+    """A column of panels per setup, drawn from its first seed's run: an end state as it was (a mean over
+    seeds would blur the half-full NUMA nodes it is there to show)."""
+    groups = _groups(configs)
+    shown = [members[0] for members in groups.values()]
+    short = short_names(list(groups))
     nodes = list(dict.fromkeys(str(cell["node"]) for c in shown for cell in c.utilisation))
     numas = sorted({int(cell["numa"]) for c in shown for cell in c.utilisation})
     columns = [str(n) for n in numas]
+    per_row = min(HEATMAP_COLUMNS, len(shown))
+    setup_rows = -(-len(shown) // per_row)
     with backend.figure(*heatmap_size(len(nodes), len(shown))) as fig:
-        axes = fig.subplots(2, len(shown), squeeze=False)
+        axes = fig.subplots(2 * setup_rows, per_row, squeeze=False)
         image = None
-        for col, config in enumerate(shown):
+        for index, (setup, config) in enumerate(zip(groups, shown, strict=True)):
+            top, col = 2 * (index // per_row), index % per_row
             for row, resource in enumerate(("cpu", "memory")):
-                cells = _grid(config, resource, nodes, numas)
+                ax = axes[top + row][col]
                 image = heatmap.draw(
-                    axes[row][col],
-                    cells,
+                    ax,
+                    _grid(config, resource, nodes, numas),
                     nodes,
                     columns,
-                    title=f"{wrap_name(config.name)}\n{resource}" if row == 0 else resource,
+                    title=f"{wrap_name(short.names[setup])}\n{resource}" if row == 0 else resource,
                     show_rows=col == 0,
                 )
-                axes[row][col].set_xlabel("NUMA node", fontsize=8)
+                ax.set_xlabel("NUMA node", fontsize=8)
+                ax.set_gid(f"setup:{setup}:{resource}")
+        for index in range(len(shown), setup_rows * per_row):
+            for row in range(2):
+                axes[2 * (index // per_row) + row][index % per_row].set_visible(False)
         if image is not None:
             fig.colorbar(image, ax=axes, label="utilisation at the end of the run", fraction=0.04, pad=0.02)
-        hidden = len(configs) - len(shown)
-        more = f" (first {len(shown)} of {len(configs)} configurations)" if hidden else ""
-        fig.suptitle(f"Utilisation per NUMA node{more}", fontsize=12)
+        seeds = {str(c.seed) for c in shown}
+        which = f"seed {next(iter(seeds))}" if len(seeds) == 1 else "the first seed"
+        title = f"Utilisation per NUMA node at the end of the run: {which} of each setup"
+        fig.suptitle(title + (f"\n{short.note()}" if short.shared else ""), fontsize=12)
         return backend.save_png(fig, path)
 
 

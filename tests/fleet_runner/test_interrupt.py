@@ -53,7 +53,7 @@ matrix:
   seeds: [1, 2, 3]
 """
 TOTAL = 6
-LINE = re.compile(r"^kubeletemu: interrupted: (\d+) of 6 configurations done$")
+LINE = re.compile(r"^kubeletemu: interrupted: (\d+) of 6 runs done$")
 WAIT_S = 600.0
 # The CLI started as a shell starts a foreground command: SIGINT at its default and not blocked, whatever
 # this test process inherited. A child keeps an ignored or blocked SIGINT across exec, and then no ^C
@@ -199,7 +199,7 @@ def test_interrupt_on_a_terminal_with_progress_bars(fleet_file: Path, tmp_path: 
     reader.join(timeout=30)
     os.close(master)
     screen = drawn.decode(errors="replace")
-    assert "configurations:" in screen  # the bars were drawn: the manager relayed progress
+    assert "runs (2 setups × 3 seeds):" in screen  # the bars were drawn: the manager relayed progress
     # The last line, past the bars' carriage returns and escapes.
     err = "\n".join(
         re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", part).strip() for part in re.split(r"[\r\n]+", screen)
@@ -234,7 +234,7 @@ def test_ray_interrupt_keeps_what_finished(tmp_path: Path, monkeypatch: pytest.M
     with pytest.raises(parallel.Interrupted) as caught:
         parallel.run_many(configs, ray_address=parallel.LOCAL, workers=2, fn=run_standin)
     watcher.join()
-    assert str(caught.value) == "interrupted: 1 of 2 configurations done"
+    assert str(caught.value) == "interrupted: 1 of 2 runs done"
     assert [r["name"] for r in caught.value.results] == ["quick"]
     assert caught.value.results[0]["sum_of_squares"] == expected_sum(20)
     assert not ray.is_initialized()

@@ -58,7 +58,7 @@ def test_a_failure_names_the_configuration(workers: int) -> None:
     configs = [StandInConfig("fine"), StandInConfig("broken-cache", fail="resync period is negative")]
     with pytest.raises(ConfigurationFailed) as caught:
         run_many(configs, workers=workers, fn=run_standin)
-    assert str(caught.value) == "configuration 'broken-cache' failed: ValueError: resync period is negative"
+    assert str(caught.value) == "run 'broken-cache' failed: ValueError: resync period is negative"
     assert caught.value.name == "broken-cache" and isinstance(caught.value.cause, ValueError)
 
 
@@ -76,7 +76,7 @@ def test_progress_relayed_to_the_terminal(workers: int, monkeypatch: pytest.Monk
     results = run_many(CONFIGS, workers=workers, progress=True, fn=run_standin)
     check(results)
     drawn = terminal.getvalue()
-    assert "configurations: 100%" in drawn and "4/4" in drawn
+    assert "runs (4 setups × 1 seed): 100%" in drawn and "4/4" in drawn
     # Each configuration's pods, as reported from inside the worker (every 10 pods).
     for config in CONFIGS:
         assert f"{config.name}: 100%" in drawn and f"{config.pods}/{config.pods}" in drawn
@@ -133,7 +133,7 @@ def test_ray_failure_names_the_configuration(local_ray: None) -> None:
     configs = [StandInConfig("fine"), StandInConfig("exporter", fail="no such exporter")]
     with pytest.raises(ConfigurationFailed) as caught:
         run_many(configs, ray_address=parallel.LOCAL, fn=run_standin)
-    assert str(caught.value) == "configuration 'exporter' failed: ValueError: no such exporter"
+    assert str(caught.value) == "run 'exporter' failed: ValueError: no such exporter"
 
 
 @pytest.mark.slow
@@ -142,6 +142,6 @@ def test_ray_progress_through_a_ray_queue(local_ray: None, monkeypatch: pytest.M
     monkeypatch.setattr(sys, "stderr", terminal)
     check(run_many(CONFIGS, ray_address=parallel.LOCAL, progress=True, fn=run_standin))
     drawn = terminal.getvalue()
-    assert "configurations: 100%" in drawn
+    assert "runs (4 setups × 1 seed): 100%" in drawn
     for config in CONFIGS:
         assert f"{config.pods}/{config.pods}" in drawn

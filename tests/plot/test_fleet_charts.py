@@ -88,8 +88,10 @@ def test_four_pngs_of_the_promised_sizes(charts: list[Path]) -> None:
             # The only text chunk: no matplotlib version, no date.
             assert image.text == {"Software": "kubeletemu"}  # type: ignore[attr-defined]
             sizes.append(image.size)
-    assert sizes == [(1000, 700), (1000, 700), pending_size(3), heatmap_size(nodes=2, panels=3)]
+    assert sizes == [(1200, 700), (1200, 700), pending_size(3), heatmap_size(nodes=2, panels=3)]
     assert heatmap_size(nodes=2, panels=3) == (1010, 430)
+    # Six setups a row, a row of panels more per six setups.
+    assert (heatmap_size(nodes=2, panels=6), heatmap_size(nodes=2, panels=7)) == ((1790, 430), (1790, 730))
     # Small multiples: three panels a row, a row more per three configurations.
     assert (pending_size(3), pending_size(4)) == ((1140, 300), (1140, 530))
 
@@ -124,14 +126,14 @@ def test_bytes_follow_the_data(charts: list[Path], tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_many_configurations(tmp_path: Path) -> None:
-    """Past a dozen points the scatter numbers them; the heatmap shows the first four of them."""
+    """Twenty setups: the heatmap shows every one, six a row."""
     many = [
         result(f"seed-{i}", "topology-aware" if i % 2 else "default-scheduler", i, 1.0 + i, i / 20)
         for i in range(20)
     ]
     paths = fleet_charts(many, tmp_path)
     with Image.open(paths[3]) as image:
-        assert image.size == heatmap_size(nodes=2, panels=4)
+        assert image.size == heatmap_size(nodes=2, panels=20)
 
 
 @pytest.mark.parametrize(
