@@ -28,6 +28,11 @@ class StateDirInUseError(Exception):
     """Another process holds the state directory (the message names it), or the lock cannot be taken."""
 
 
+class StateDirUnusableError(StateDirInUseError):
+    """The state directory or its lock file cannot be made or opened (a path under /proc, a file where a
+    directory should be, no permission): the path given is at fault, not another daemon."""
+
+
 class StateDirLock:
     def __init__(self, state_dir: str | os.PathLike[str]) -> None:
         self.state_dir = Path(state_dir)
@@ -40,7 +45,7 @@ class StateDirLock:
             self.state_dir.mkdir(mode=0o750, parents=True, exist_ok=True)
             fd, writable = self._open()
         except OSError as err:
-            raise StateDirInUseError(
+            raise StateDirUnusableError(
                 f"cannot lock the state directory: {self.path}: {err.strerror}"
             ) from None
         try:
