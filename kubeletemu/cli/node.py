@@ -132,7 +132,12 @@ def _list_table(doc: dict[str, Any]) -> str:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    topology = sub.add_parser("topology", help="per-NUMA-node allocatable and free resources")
+    topology = sub.add_parser(
+        "topology",
+        help="per-NUMA-node allocatable and free resources",
+        description="The daemon's node under its managers' policies, per NUMA node: its CPUs and memory, "
+        "allocatable and free, and anything that would stop a real kubelet starting there.",
+    )
     add_socket_arguments(topology)
     add_output_argument(topology)
     topology.set_defaults(func=cmd_topology)

@@ -175,10 +175,23 @@ def cmd_list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+ADMIT = (
+    "Admit pods on the daemon's node as the kubelet admits them: the Topology, CPU, Memory and Device "
+    "Managers give each container its CPUs, memory and devices, or the pod is rejected with the kubelet's "
+    "reason (exit 1). An admitted pod keeps what it was given, in the daemon's checkpoints, until removed."
+)
+WOULD_ADMIT = (
+    "Ask whether pods would be admitted on the daemon's node as it is now, changing nothing: admit's "
+    "answer, optionally under another Topology Manager policy, scope, options or kubelet version."
+)
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     for name, dry in (("admit", False), ("would-admit", True)):
         p = sub.add_parser(
-            name, help="ask whether pods would be admitted, changing nothing" if dry else "admit pods"
+            name,
+            help="ask whether pods would be admitted, changing nothing" if dry else "admit pods",
+            description=WOULD_ADMIT if dry else ADMIT,
         )
         add_file_arguments(p)
         add_socket_arguments(p)
@@ -210,7 +223,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             )
         p.set_defaults(func=lambda a, d=dry: cmd_admit(a, d))
 
-    remove = sub.add_parser("remove", help="remove admitted pods")
+    remove = sub.add_parser(
+        "remove",
+        help="remove admitted pods",
+        description="Remove admitted pods from the daemon's node, named by UID or by the manifests they "
+        "were admitted from: their CPUs, memory and devices are released (exit 1 for a pod not there).",
+    )
     which = remove.add_mutually_exclusive_group(required=True)
     which.add_argument("--uid", help="the pod's UID")
     which.add_argument(
@@ -226,7 +244,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_output_argument(remove)
     remove.set_defaults(func=cmd_remove)
 
-    listing = sub.add_parser("list", help="list admitted pods")
+    listing = sub.add_parser(
+        "list",
+        help="list admitted pods",
+        description="List the pods admitted on the daemon's node: each pod's QoS class, and each "
+        "container's CPUs, memory, devices and NUMA affinity.",
+    )
     add_socket_arguments(listing)
     add_output_argument(listing)
     listing.set_defaults(func=cmd_list)

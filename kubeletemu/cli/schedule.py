@@ -24,6 +24,7 @@ from kubeletemu.cli.common import (
     read_pod_files,
     socket_path,
 )
+from kubeletemu.cli.parsing import ExamplesEpilogFormatter
 
 if TYPE_CHECKING:
     from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
@@ -231,7 +232,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Where the scheduler would put pods, per scheduler-side model: on NodeResourceTopology, "
         "Node and Pod objects (--nrt), and with --live on the daemon's node too.",
         epilog=_examples_epilog(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=ExamplesEpilogFormatter,
     )
     add_file_arguments(p, "the pod(s) to schedule")
     p.add_argument(
