@@ -30,7 +30,7 @@ from kubeletemu.podresources.servicer_v1 import PodResourcesListerV1
 from kubeletemu.podresources.servicer_v1alpha1 import PodResourcesListerV1alpha1
 
 if TYPE_CHECKING:
-    from kubeletemu.daemon.metrics import KubeletMetrics
+    from kubeletemu.podresources.metrics import PodResourcesMetrics
 
 V1_SERVICE = v1.DESCRIPTOR.services_by_name["PodResourcesLister"].full_name
 V1ALPHA1_SERVICE = v1alpha1.DESCRIPTOR.services_by_name["PodResourcesLister"].full_name
@@ -79,7 +79,7 @@ class PodResourcesServer:
         self,
         emulator: Callable[[], NodeEmulator],
         lock: asyncio.Lock,
-        metrics: KubeletMetrics | None = None,
+        metrics: PodResourcesMetrics | None = None,
         limiter: TokenBucket | None = None,
     ) -> None:
         self.limiter = limiter if limiter is not None else TokenBucket()
