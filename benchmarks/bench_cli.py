@@ -8,7 +8,8 @@ same interpreter, the same site-packages) measured in the same run. Target: ``ku
 ``kubeletemu list`` (against a daemon this script starts with ``serve --sample``) within 3×. The CLI's
 clients speak HTTP/2 themselves (:mod:`kubeletemu.cli.wire`); what a grpcio client would pay before any
 call (``import grpc`` and the stubs) is measured for comparison, and the protobuf runtime with the message
-classes, which commands that send a pod (``would-admit``) load to build their requests, as are grpcurl's
+classes, which commands that send a pod (``would-admit``) loaded to build their requests until they encoded
+them from the generated schema (:mod:`kubeletemu.cli.wire.protoenc`), as are grpcurl's
 ``-version`` (a Go binary) and the system's ``python3 -c pass`` for reference.
 """
 
@@ -112,7 +113,7 @@ def main() -> None:
             ),
             "python -c 'import grpc'": ([python, "-c", "import grpc"], 0),
             "python -c 'import grpc + stubs' (a grpcio client)": ([python, "-c", stubs], 0),
-            # The protobuf runtime and the message classes: what would-admit loads to encode its request.
+            # The protobuf runtime and the message classes: what would-admit loaded to encode its request.
             "python -c 'import message stubs' (protobuf)": ([python, "-c", messages], 0),
         }
         system_python = shutil.which("python3", path="/usr/bin:/bin")

@@ -3,7 +3,8 @@
 Run: python benchmarks/bench_daemon.py [--seconds 30] [--in-flight 16]
 Targets (issue 6): Admit round trip on a 2-NUMA capture, median < 2 ms; 500 admissions and removals
 per second sustained for 30 s with no error. Uses the OpenShift 2-NUMA capture from
-../shared/fixtures/sysfs when present, else the bundled sample topology (also 2 NUMA nodes).
+tests/fixtures/sysfs (or $KUBELETEMU_FIXTURES) when present, else the bundled sample topology
+(also 2 NUMA nodes).
 
 Every admission makes its checkpoints durable (temporary file, fsync, rename) before it answers, so the
 figures depend on the disk: they are printed for a state directory on disk and, where /dev/shm exists,
@@ -37,7 +38,7 @@ from hostprobe.sample import write_sample_tree
 from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
 from kubeletemu._proto.kubeletemu.v1 import admission_pb2_grpc as pb_grpc
 from tests.daemon.daemon_process import DaemonProcess
-from tests.hostprobe.hostprobe_capture_support import sysfs_fixtures_dir
+from tests.hostprobe.hostprobe_capture_support import capture_archive
 
 CAPTURE = "ocp-worker-2s20c2t-cascadelake"
 CONFIG = """\
@@ -54,7 +55,7 @@ reservedMemory:
 
 
 def topology(workdir: Path) -> tuple[Path, Path, str]:
-    tarball = sysfs_fixtures_dir() / f"{CAPTURE}.tar.gz"
+    tarball = capture_archive(CAPTURE)
     if tarball.is_file():
         with tarfile.open(tarball) as archive:
             archive.extractall(workdir, filter="data")

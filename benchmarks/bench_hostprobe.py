@@ -1,13 +1,12 @@
 """Time ``hostprobe.probe`` on the 300-PCI-device OpenShift capture (target: median under 200 ms).
 
 Run: ``.venv/bin/python benchmarks/bench_hostprobe.py [--runs N]``. The capture is read from
-``../shared/fixtures/sysfs`` (or ``$KUBELETEMU_FIXTURES``) and extracted to a temporary directory.
+``tests/fixtures/sysfs`` (or ``$KUBELETEMU_FIXTURES``) and extracted to a temporary directory.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import tarfile
@@ -19,24 +18,17 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
 import hostprobe  # noqa: E402
+from tests.hostprobe.hostprobe_capture_support import capture_archive  # noqa: E402
 
 CAPTURE = "ocp-worker-2s20c2t-cascadelake"
 TARGET_MEDIAN_MS = 200.0
-
-
-def fixtures_dir() -> Path:
-    override = os.environ.get("KUBELETEMU_FIXTURES")
-    if override:
-        base = Path(override)
-        return base / "sysfs" if (base / "sysfs").is_dir() else base
-    return REPO_ROOT.parent / "shared" / "fixtures" / "sysfs"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=50)
     args = parser.parse_args()
-    tarball = fixtures_dir() / f"{CAPTURE}.tar.gz"
+    tarball = capture_archive(CAPTURE)
     if not tarball.is_file():
         print(f"bench_hostprobe: {tarball} not found", file=sys.stderr)
         return 2

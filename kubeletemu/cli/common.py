@@ -13,7 +13,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 # Every command module imports this one to build the parser: the stubs, YAML and the engine are
@@ -23,7 +23,6 @@ if TYPE_CHECKING:
 
     from google.protobuf.message import Message
 
-    from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
     from kubeletemu.pod import Pod
 
     M = TypeVar("M", bound=Message)
@@ -165,15 +164,29 @@ def call(
     return answer.FromString(_unary(socket, method, request.SerializeToString(), timeout, max_receive))
 
 
-def call_doc(socket: str, method: str, answer: str, request: bytes = b"") -> dict[str, Any]:
-    """``method`` asked with an encoded ``request`` (empty: every field at its default); its answer, of
-    message ``answer`` (``kubeletemu.v1.ListPodsResponse``), as the document ``-o json|yaml`` prints,
-    decoded without the protobuf runtime: the same as :func:`to_dict` of the parsed message."""
+def call_doc(
+    socket: str,
+    method: str,
+    answer: str,
+    request: tuple[str, Mapping[str, Any]] | None = None,
+    timeout: float = CALL_TIMEOUT_S,
+    max_receive: int | None = None,
+) -> dict[str, Any]:
+    """``method`` asked with ``request``, a message's full name and its document (None: every field at its
+    default), encoded by :mod:`kubeletemu.cli.wire.protoenc`; its answer, of message ``answer``
+    (``kubeletemu.v1.ListPodsResponse``), as the document ``-o json|yaml`` prints, decoded by
+    :mod:`kubeletemu.cli.wire.protodoc`: the same as :func:`to_dict` of the parsed message. Neither way
+    loads the protobuf runtime."""
     from kubeletemu.cli.wire.protodoc import WireError, decode
 
-    data = _unary(socket, method, request, CALL_TIMEOUT_S, None)
+    data = b""
+    if request is not None:
+        from kubeletemu.cli.wire.protoenc import encode
+
+        data = encode(*request)
+    reply = _unary(socket, method, data, timeout, max_receive)
     try:
-        return decode(answer, data)
+        return decode(answer, reply)
     except WireError as err:
         fail(f"the daemon's answer to {method} is not a {answer}: {err}", EXIT_REFUSED)
 
@@ -288,9 +301,9 @@ def cpu_list(ids: Iterable[int]) -> str:
     return format_cpulist(ids) or "-"
 
 
-def pod_source(pod: Pod) -> pb.PodSource:
-    """A pod as the daemon's requests carry it: its manifest, as read."""
-    from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
+def pod_source(pod: Pod) -> dict[str, Any]:
+    """A pod as the daemon's requests carry it (a ``kubeletemu.v1.PodSource`` document): its manifest, as
+    read."""
     from kubeletemu.manifest import pod_to_manifest
 
-    return pb.PodSource(manifest=json.dumps(pod_to_manifest(pod)))
+    return {"manifest": json.dumps(pod_to_manifest(pod))}

@@ -24,7 +24,6 @@ from kubeletemu.cli.common import (
     cpu_list,
     emit,
     socket_path,
-    to_dict,
 )
 
 # The kubelet's cpumanager.PolicyNone (the engine's cpumanager.POLICY_NONE, not imported: clients stay light).
@@ -68,12 +67,10 @@ def cmd_topology(args: argparse.Namespace) -> int:
 
 
 def cmd_fingerprint(args: argparse.Namespace) -> int:
-    from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
-
     socket = socket_path(args)
-    request = pb.GetFingerprintRequest(method=args.method)
-    response = call(socket, "GetFingerprint", request, pb.GetFingerprintResponse)
-    emit([to_dict(response)], args.output, lambda d: d["fingerprint"])
+    request = ("kubeletemu.v1.GetFingerprintRequest", {"method": args.method})
+    doc = call_doc(socket, "GetFingerprint", "kubeletemu.v1.GetFingerprintResponse", request)
+    emit([doc], args.output, lambda d: d["fingerprint"])
     return EXIT_OK
 
 
@@ -132,7 +129,12 @@ def _list_table(doc: dict[str, Any]) -> str:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    topology = sub.add_parser("topology", help="per-NUMA-node allocatable and free resources")
+    topology = sub.add_parser(
+        "topology",
+        help="per-NUMA-node allocatable and free resources",
+        description="The daemon's node under its managers' policies, per NUMA node: its CPUs and memory, "
+        "allocatable and free, and anything that would stop a real kubelet starting there.",
+    )
     add_socket_arguments(topology)
     add_output_argument(topology)
     topology.set_defaults(func=cmd_topology)

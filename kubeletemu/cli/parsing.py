@@ -5,13 +5,16 @@ for usage errors.
   argparse's usage block followed by the error.
 - Unknown arguments are reported before missing ones: ``would-admit --fille pod.yaml`` names ``--fille``
   instead of asking for ``-f``. argparse checks required arguments inside ``parse_known_args`` and only then
-  hands the unknown ones back, so the required checks are done here, after the unknown ones.
+  hands the unknown ones back, so the required checks are done here, after the unknown ones; ``--help``
+  still shows them as required (``-f FILE``, not ``[-f FILE]``).
+- A misspelt command or value gets the nearest one: ``kubeletemu lsit`` → ``did you mean 'list'?``.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from typing import Any, NoReturn
 
 PROG = "kubeletemu"
@@ -36,10 +39,13 @@ class CommandParser(argparse.ArgumentParser):
         required = [action for action in self._actions if action.required]
         groups = [group for group in self._mutually_exclusive_groups if group.required]
         self._set_required(required, groups, False)
+        # --help runs inside argparse's parse: its usage shows these as declared, required.
+        self._declared_required = required, groups
         try:
             parsed, extras = super().parse_known_args(args, namespace)
         finally:
             self._set_required(required, groups, True)
+            self._declared_required = [], []
         if extras:
             self.error(f"unrecognized arguments: {' '.join(extras)}")
         # Not given: the value is still the default argparse put there (None for every required one here).
@@ -61,6 +67,40 @@ class CommandParser(argparse.ArgumentParser):
             action.required = required
         for group in groups:
             group.required = required
+
+    _declared_required: tuple[list[argparse.Action], list[argparse._MutuallyExclusiveGroup]] = ([], [])
+
+    @contextlib.contextmanager
+    def _as_declared(self) -> Iterator[None]:
+        required, groups = self._declared_required
+        self._set_required(required, groups, True)
+        try:
+            yield
+        finally:
+            self._set_required(required, groups, False)
+
+    def format_usage(self) -> str:
+        with self._as_declared():
+            return super().format_usage()
+
+    def format_help(self) -> str:
+        with self._as_declared():
+            return super().format_help()
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        """argparse's check, naming the nearest choice for a misspelt command or value (difflib's ratio
+        ≥ 0.6, as Python 3.14's ``suggest_on_error`` does)."""
+        choices = action.choices
+        if isinstance(value, str) and choices is not None and value not in choices:
+            import difflib  # only on this error: not every command's start-up
+
+            close = difflib.get_close_matches(value, [str(c) for c in choices], n=1)
+            if close:
+                known = ", ".join(map(repr, choices))
+                raise argparse.ArgumentError(
+                    action, f"invalid choice: {value!r}: did you mean {close[0]!r}? (choose from {known})"
+                )
+        super()._check_value(action, value)
 
     def error(self, message: str) -> NoReturn:
         """``kubeletemu: MESSAGE`` and exit 2. A message about one argument names it as the CLI's other
@@ -84,6 +124,16 @@ class CommandListFormatter(argparse.HelpFormatter):
             widest = max(len(self._format_action_invocation(sub)) for sub in subactions)
             printed_at = self._current_indent + self._indent_increment
             self._action_max_length = max(self._action_max_length, widest + printed_at)
+
+
+class ExamplesEpilogFormatter(argparse.HelpFormatter):
+    """Wraps the description to the terminal as argparse does, and keeps text laid out in lines (an
+    epilog's table of examples) as written, as ``RawDescriptionHelpFormatter`` keeps both."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" in text:
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
 
 
 def describe_commands(subparsers: argparse._SubParsersAction[Any]) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kubeletemu.cli.choices import KUBELET_VERSIONS, TOPOLOGY_MANAGER_POLICIES, TOPOLOGY_MANAGER_SCOPES
 from kubeletemu.cli.common import (
@@ -14,7 +14,6 @@ from kubeletemu.cli.common import (
     add_socket_arguments,
     align,
     binary_bytes,
-    call,
     call_doc,
     cpu_list,
     emit,
@@ -24,11 +23,10 @@ from kubeletemu.cli.common import (
     pod_source,
     read_pod_files,
     socket_path,
-    to_dict,
 )
 
-if TYPE_CHECKING:
-    from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
+ADMIT_REQUEST, WOULD_ADMIT_REQUEST = "kubeletemu.v1.AdmitRequest", "kubeletemu.v1.WouldAdmitRequest"
+ADMIT_RESPONSE = "kubeletemu.v1.AdmitResponse"
 
 
 def _affinity(container: dict[str, Any]) -> list[int] | None:
@@ -38,8 +36,7 @@ def _affinity(container: dict[str, Any]) -> list[int] | None:
     return list(hint.get("numa_nodes", []))
 
 
-def _pod_json(response: pb.AdmitResponse) -> dict[str, Any]:
-    doc = to_dict(response)
+def _pod_json(doc: dict[str, Any]) -> dict[str, Any]:
     for container in doc["containers"]:
         container["numa_affinity"] = _affinity(container)
     return doc
@@ -89,21 +86,21 @@ def _admit_table(doc: dict[str, Any]) -> str:
     return text
 
 
-def _overrides(args: argparse.Namespace) -> pb.PolicyOverrides:
-    from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
-
-    overrides = pb.PolicyOverrides()
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The what-if flags as a ``kubeletemu.v1.PolicyOverrides`` document."""
+    overrides: dict[str, Any] = {}
     if args.policy:
-        overrides.topology_manager_policy = args.policy
+        overrides["topology_manager_policy"] = args.policy
     if args.scope:
-        overrides.topology_manager_scope = args.scope
+        overrides["topology_manager_scope"] = args.scope
     if args.policy_option is not None:
-        overrides.replace_policy_options = True
+        overrides["replace_policy_options"] = True
+        options = overrides["topology_manager_policy_options"] = {}
         for item in args.policy_option:
             key, sep, value = item.partition("=")
             if not sep:
                 fail(f"--policy-option {item!r}: expected KEY=VALUE")
-            overrides.topology_manager_policy_options[key] = value
+            options[key] = value
     return overrides
 
 
@@ -118,8 +115,6 @@ def _rejections(command: str, docs: list[dict[str, Any]], asked: int) -> str:
 
 
 def cmd_admit(args: argparse.Namespace, dry_run: bool) -> int:
-    from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
-
     pods = read_pod_files(args.files)
     overrides = _overrides(args) if dry_run else None
     # --kubelet-version was checked (and normalised) by the parser; the daemon checks it again.
@@ -131,10 +126,10 @@ def cmd_admit(args: argparse.Namespace, dry_run: bool) -> int:
         for pod in pods:
             source = pod_source(pod)
             if dry_run:
-                request = pb.WouldAdmitRequest(pod=source, overrides=overrides, kubelet_version=version)
-                response = call(socket, "WouldAdmit", request, pb.AdmitResponse)
+                request = {"pod": source, "overrides": overrides, "kubelet_version": version}
+                response = call_doc(socket, "WouldAdmit", ADMIT_RESPONSE, (WOULD_ADMIT_REQUEST, request))
             else:
-                response = call(socket, "Admit", pb.AdmitRequest(pod=source), pb.AdmitResponse)
+                response = call_doc(socket, "Admit", ADMIT_RESPONSE, (ADMIT_REQUEST, {"pod": source}))
             doc = _pod_json(response)
             if not doc["admitted"]:
                 rejected.append(doc)
@@ -149,12 +144,16 @@ def cmd_admit(args: argparse.Namespace, dry_run: bool) -> int:
 def cmd_remove(args: argparse.Namespace) -> int:
     """By ``--uid``, or the pods of ``-f`` files by their UIDs (derived from namespace/name where the
     manifest has none, as ``admit`` derives them)."""
-    from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
-
     uids = [args.uid] if args.uid else [pod.uid for pod in read_pod_files(args.files)]
     socket = socket_path(args)
     answers = (
-        to_dict(call(socket, "RemovePod", pb.RemovePodRequest(uid=uid), pb.RemovePodResponse)) for uid in uids
+        call_doc(
+            socket,
+            "RemovePod",
+            "kubeletemu.v1.RemovePodResponse",
+            ("kubeletemu.v1.RemovePodRequest", {"uid": uid}),
+        )
+        for uid in uids
     )
     emit(answers, args.output, lambda d: f"removed {d['namespace']}/{d['name']} ({d['uid']})")
     return EXIT_OK
@@ -175,10 +174,23 @@ def cmd_list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+ADMIT = (
+    "Admit pods on the daemon's node as the kubelet admits them: the Topology, CPU, Memory and Device "
+    "Managers give each container its CPUs, memory and devices, or the pod is rejected with the kubelet's "
+    "reason (exit 1). An admitted pod keeps what it was given, in the daemon's checkpoints, until removed."
+)
+WOULD_ADMIT = (
+    "Ask whether pods would be admitted on the daemon's node as it is now, changing nothing: admit's "
+    "answer, optionally under another Topology Manager policy, scope, options or kubelet version."
+)
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     for name, dry in (("admit", False), ("would-admit", True)):
         p = sub.add_parser(
-            name, help="ask whether pods would be admitted, changing nothing" if dry else "admit pods"
+            name,
+            help="ask whether pods would be admitted, changing nothing" if dry else "admit pods",
+            description=WOULD_ADMIT if dry else ADMIT,
         )
         add_file_arguments(p)
         add_socket_arguments(p)
@@ -210,7 +222,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             )
         p.set_defaults(func=lambda a, d=dry: cmd_admit(a, d))
 
-    remove = sub.add_parser("remove", help="remove admitted pods")
+    remove = sub.add_parser(
+        "remove",
+        help="remove admitted pods",
+        description="Remove admitted pods from the daemon's node, named by UID or by the manifests they "
+        "were admitted from: their CPUs, memory and devices are released (exit 1 for a pod not there).",
+    )
     which = remove.add_mutually_exclusive_group(required=True)
     which.add_argument("--uid", help="the pod's UID")
     which.add_argument(
@@ -226,7 +243,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_output_argument(remove)
     remove.set_defaults(func=cmd_remove)
 
-    listing = sub.add_parser("list", help="list admitted pods")
+    listing = sub.add_parser(
+        "list",
+        help="list admitted pods",
+        description="List the pods admitted on the daemon's node: each pod's QoS class, and each "
+        "container's CPUs, memory, devices and NUMA affinity.",
+    )
     add_socket_arguments(listing)
     add_output_argument(listing)
     listing.set_defaults(func=cmd_list)

@@ -15,7 +15,7 @@ from kubeletemu.cli.common import (
     add_output_argument,
     add_socket_arguments,
     align,
-    call,
+    call_doc,
     emit,
     fail,
     on_daemon,
@@ -24,9 +24,9 @@ from kubeletemu.cli.common import (
     read_pod_files,
     socket_path,
 )
+from kubeletemu.cli.parsing import ExamplesEpilogFormatter
 
 if TYPE_CHECKING:
-    from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
     from kubeletemu.pod import Pod
     from kubeletemu.scheduler.framework import Decision
     from kubeletemu.scheduler.profile import Profile
@@ -119,32 +119,33 @@ def _objects_text(paths: list[str]) -> str:
     return "\n---\n".join(texts)
 
 
-def _response_doc(response: pb.ScheduleResponse) -> dict[str, Any]:
-    """The daemon's answer in :func:`decision_doc`'s shape."""
+def _response_doc(response: dict[str, Any]) -> dict[str, Any]:
+    """The daemon's answer (a ``kubeletemu.v1.ScheduleResponse`` document) in :func:`decision_doc`'s
+    shape."""
     nodes = []
-    for v in response.nodes:
+    for v in response["nodes"]:
         node: dict[str, Any] = {
-            "name": v.name,
-            "fits": v.fits if v.HasField("fits") else None,
-            "reason": v.reason,
-            "score": v.score if v.HasField("score") else None,
-            "scores": [{"plugin": s.plugin, "score": s.score, "weight": s.weight} for s in v.scores],
-            "policy": v.policy,
+            "name": v["name"],
+            "fits": v.get("fits"),  # None where the field was not set
+            "reason": v["reason"],
+            "score": v.get("score"),
+            "scores": [
+                {"plugin": s["plugin"], "score": s["score"], "weight": s["weight"]} for s in v["scores"]
+            ],
+            "policy": v["policy"],
         }
-        if v.error:
-            node["error"] = v.error
+        if v["error"]:
+            node["error"] = v["error"]
         nodes.append(node)
     profile = {
-        "name": response.profile,
-        "filter": list(response.filter_plugins),
-        "score": [{"plugin": s.plugin, "weight": s.weight} for s in response.score_plugins],
+        "name": response["profile"],
+        "filter": list(response["filter_plugins"]),
+        "score": [{"plugin": s["plugin"], "weight": s["weight"]} for s in response["score_plugins"]],
     }
-    return {"pod": response.pod, "profile": profile, "nodes": nodes, "chosen": response.chosen or None}
+    return {"pod": response["pod"], "profile": profile, "nodes": nodes, "chosen": response["chosen"] or None}
 
 
 def _on_daemon(args: argparse.Namespace, pods: list[Pod]) -> list[dict[str, Any]]:
-    from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
-
     socket = socket_path(args)
     config = ""
     if args.scheduler_config:
@@ -155,17 +156,20 @@ def _on_daemon(args: argparse.Namespace, pods: list[Pod]) -> list[dict[str, Any]
     objects = _objects_text(args.nrt or [])
     return [
         _response_doc(
-            call(
+            call_doc(
                 socket,
                 "Schedule",
-                pb.ScheduleRequest(
-                    pod=pod_source(pod),
-                    objects=objects,
-                    scheduler_config=config,
-                    profile=args.profile or "",
-                    flavour=args.flavour or "",
+                "kubeletemu.v1.ScheduleResponse",
+                (
+                    "kubeletemu.v1.ScheduleRequest",
+                    {
+                        "pod": pod_source(pod),
+                        "objects": objects,
+                        "scheduler_config": config,
+                        "profile": args.profile or "",
+                        "flavour": args.flavour or "",
+                    },
                 ),
-                pb.ScheduleResponse,
             )
         )
         for pod in pods
@@ -231,7 +235,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Where the scheduler would put pods, per scheduler-side model: on NodeResourceTopology, "
         "Node and Pod objects (--nrt), and with --live on the daemon's node too.",
         epilog=_examples_epilog(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=ExamplesEpilogFormatter,
     )
     add_file_arguments(p, "the pod(s) to schedule")
     p.add_argument(

@@ -16,7 +16,7 @@ from kubeletemu.cli.common import (
     add_live_argument,
     add_output_argument,
     add_socket_arguments,
-    call,
+    call_doc,
     emit,
     fail,
     on_daemon,
@@ -24,7 +24,6 @@ from kubeletemu.cli.common import (
     pod_source,
     read_pod_files,
     socket_path,
-    to_dict,
 )
 
 # A simulation's JSON report holds every admission attempt: more than gRPC's default 4 MiB for long streams.
@@ -41,7 +40,6 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
     import yaml
 
-    from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
     from kubeletemu.plot import PlotUnavailable, require_matplotlib
     from kubeletemu.simulate import SimulationError, render_json, render_table
     from kubeletemu.simulate.spec import load_simulation, pod_files, read_text
@@ -55,16 +53,16 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         if live:
             socket = socket_path(args)
             text = read_text(path)
-            request = pb.SimulateRequest(simulation=text, files=pod_files(text, Path(path).parent))
-            response = call(
+            request = {"simulation": text, "files": pod_files(text, Path(path).parent)}
+            response = call_doc(
                 socket,
                 "Simulate",
-                request,
-                pb.SimulateResponse,
+                "kubeletemu.v1.SimulateResponse",
+                ("kubeletemu.v1.SimulateRequest", request),
                 timeout=SIMULATION_TIMEOUT,
                 max_receive=SIMULATION_MAX_MESSAGE,
             )
-            table, as_json = response.table, response.json
+            table, as_json = response["table"], response["json"]
         else:
             report = load_simulation(path).run()
             table, as_json = render_table(report), render_json(report)
@@ -100,20 +98,23 @@ def _least_table(doc: dict[str, Any]) -> str:
 
 
 def cmd_least_numa_nodes(args: argparse.Namespace) -> int:
-    from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
-
     pods = read_pod_files(args.files)
     socket = socket_path(args)
     misfits: list[str] = []
 
     def answers() -> Any:
         for pod in pods:
-            request = pb.LeastNUMANodesRequest(
-                pod=pod_source(pod),
-                scope=args.scope or "",
-                max_numa_nodes=args.max_numa_nodes or 0,
+            request = {
+                "pod": pod_source(pod),
+                "scope": args.scope or "",
+                "max_numa_nodes": args.max_numa_nodes or 0,
+            }
+            doc = call_doc(
+                socket,
+                "LeastNUMANodes",
+                "kubeletemu.v1.LeastNUMANodesResponse",
+                ("kubeletemu.v1.LeastNUMANodesRequest", request),
             )
-            doc = to_dict(call(socket, "LeastNUMANodes", request, pb.LeastNUMANodesResponse))
             doc["pod"] = f"{pod.namespace}/{pod.name}"
             if doc["numa_nodes"] < 0:
                 misfits.append(doc["pod"])

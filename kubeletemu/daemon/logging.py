@@ -19,6 +19,8 @@ from typing import Any, TextIO
 import structlog
 from structlog.typing import Processor
 
+from kubeletemu.logger import get_logger as get_logger  # the daemon's modules take it from here
+
 # sd-daemon(3) priorities (syslog levels) for structlog's level names.
 _PRIORITY = {"debug": 7, "info": 6, "warning": 4, "error": 3, "critical": 2}
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
@@ -108,8 +110,3 @@ def configure_logging(
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(threshold)
-
-
-def get_logger(name: str | None = None) -> structlog.stdlib.BoundLogger:
-    logger: structlog.stdlib.BoundLogger = structlog.get_logger(name)
-    return logger

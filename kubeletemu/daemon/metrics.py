@@ -37,6 +37,7 @@ from prometheus_client.metrics_core import Metric
 
 from kubeletemu.cpumanager.metrics import CPUManagerGauges
 from kubeletemu.daemon.node_metrics import NodeMetrics, read_node_metrics
+from kubeletemu.podresources.metrics import PodResourcesMetrics
 
 if TYPE_CHECKING:
     from kubeletemu.emulator import NodeEmulator
@@ -204,8 +205,9 @@ class _ExactMetric(Metric):
     """A family whose sample names are final: :func:`render` writes it without prometheus-client's munging."""
 
 
-class KubeletMetrics:
-    """The metric objects, one attribute per kubelet metric, registered as one collector in ``registry``.
+class KubeletMetrics(PodResourcesMetrics):
+    """The metric objects, one attribute per kubelet metric, registered as one collector in ``registry``
+    (the podresources servers' counters are declared by the base class, the one those servers name).
 
     ``metrics.topology_manager_admission_requests_total.inc()``,
     ``metrics.container_aligned_compute_resources_count.labels("pod", "numa_node").inc()``.
@@ -223,13 +225,6 @@ class KubeletMetrics:
     memory_manager_pinning_errors_total: Counter
     container_aligned_compute_resources_count: Counter
     container_aligned_compute_resources_failure_count: Counter
-    pod_resources_endpoint_requests_total: Counter
-    pod_resources_endpoint_requests_list: Counter
-    pod_resources_endpoint_requests_get_allocatable: Counter
-    pod_resources_endpoint_requests_get: Counter
-    pod_resources_endpoint_errors_list: Counter
-    pod_resources_endpoint_errors_get_allocatable: Counter
-    pod_resources_endpoint_errors_get: Counter
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()

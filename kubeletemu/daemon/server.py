@@ -123,6 +123,8 @@ class _Runtime:
     shadow: bool = False
     kubelet: KubeletPaths | None = None
     shadow_refresh_period: float = 0.0
+    # Neither --podresources-socket nor podResourcesSocket: derived from the admission socket's directory.
+    podresources_socket_derived: bool = False
 
 
 def resolve(options: ServeOptions, config: Config) -> _Runtime:
@@ -150,6 +152,7 @@ def resolve(options: ServeOptions, config: Config) -> _Runtime:
         podresources_socket=options.podresources_socket
         or emulator.pod_resources_socket
         or os.path.join(os.path.dirname(socket), PODRESOURCES_SOCKET_NAME),
+        podresources_socket_derived=not (options.podresources_socket or emulator.pod_resources_socket),
         state_dir=options.state_dir or emulator.state_dir,
         sysfs_root=options.sysfs_root or emulator.sysfs_root,
         procfs_root=options.procfs_root or emulator.procfs_root,
@@ -257,8 +260,8 @@ class Daemon:
         if os.path.abspath(rt.podresources_socket) == os.path.abspath(rt.socket):
             raise StartupError(f"the podresources socket must differ from the admission socket ({rt.socket})")
         # Before anything slow: a path another daemon serves is refused now, a stale one removed.
-        for path, flag in ((rt.socket, "--socket"), (rt.podresources_socket, "--podresources-socket")):
-            _claim(path, flag)
+        _claim(rt.socket, "--socket", "the admission socket")
+        _claim(rt.podresources_socket, "--podresources-socket", _podresources_socket_origin(rt))
         if self.options.sample:
             self._sample_dir = tempfile.TemporaryDirectory(prefix="kubeletemu-sample-")
             sys_root, proc_root = write_sample_tree(self._sample_dir.name)
@@ -274,12 +277,12 @@ class Daemon:
         self.state_lock = StateDirLock(rt.state_dir)
         try:
             self.state_lock.acquire(self._lock_holder())
+        except StateDirUnusableError as err:
+            self.state_lock = None
+            raise StartupError(str(err)) from None  # bad input (exit 2), not another daemon's
         except StateDirInUseError as err:
             self.state_lock = None
             raise StartupConflictError(str(err)) from None
-        except StateDirUnusableError as err:
-            self.state_lock = None
-            raise StartupError(str(err)) from None
         # A kill between a temporary file's creation and its rename leaves it behind; nothing reads it.
         stale = remove_stale_temporaries(Path(rt.state_dir), on_error=_stale_temporary_left)
         if stale:
@@ -590,11 +593,23 @@ def _stale_temporary_left(path: Path, err: OSError) -> None:
     log.warning("cannot remove an interrupted write; it is ignored", file=str(path), error=err.strerror)
 
 
-def _claim(path: str, flag: str) -> None:
+def _podresources_socket_origin(rt: _Runtime) -> str:
+    """Which socket the podresources one is, and where its path came from when nobody set it: two daemons
+    whose admission sockets share a directory derive the same one."""
+    if not rt.podresources_socket_derived:
+        return "the podresources socket"
+    return (
+        f"the podresources socket ({PODRESOURCES_SOCKET_NAME} beside the admission socket {rt.socket}, as "
+        "neither --podresources-socket nor podResourcesSocket is set)"
+    )
+
+
+def _claim(path: str, flag: str, which: str) -> None:
+    """:func:`claim`, its refusal saying ``which`` socket clashes (one daemon has two)."""
     try:
         claim(path, flag)
     except SocketInUseError as err:
-        raise StartupConflictError(str(err)) from None
+        raise StartupConflictError(f"{which}: {err}") from None
 
 
 def _bind_unix(server: grpc.aio.Server, path: str, flag: str) -> OwnedSocket:

@@ -36,7 +36,9 @@ class StateDirInUseError(StateDirError):
 
 
 class StateDirUnusableError(StateDirError):
-    """The state directory's path is something else than a directory (a regular file, a socket)."""
+    """The state directory's path is at fault, not another daemon: something else than a directory is in
+    its place (a regular file, a socket), or it or its lock file cannot be made or opened (a path under
+    /proc, no permission)."""
 
 
 class StateDirLock:
@@ -52,7 +54,7 @@ class StateDirLock:
             make_directories(self.state_dir)
             fd, writable = self._open()
         except OSError as err:
-            raise StateDirInUseError(
+            raise StateDirUnusableError(
                 f"cannot lock the state directory: {self.path}: {err.strerror}"
             ) from None
         try:

@@ -29,7 +29,7 @@ from kubeletemu.podresources.servicer_v1 import PodResourcesListerV1
 from kubeletemu.podresources.servicer_v1alpha1 import PodResourcesListerV1alpha1
 
 if TYPE_CHECKING:
-    from kubeletemu.daemon.metrics import KubeletMetrics
+    from kubeletemu.podresources.metrics import PodResourcesMetrics
 
 V1 = v1.DESCRIPTOR.services_by_name["PodResourcesLister"]
 V1ALPHA1 = v1alpha1.DESCRIPTOR.services_by_name["PodResourcesLister"]
@@ -81,7 +81,7 @@ class PodResourcesServer:
         self,
         emulator: Callable[[], NodeEmulator],
         lock: asyncio.Lock,
-        metrics: KubeletMetrics | None = None,
+        metrics: PodResourcesMetrics | None = None,
         limiter: TokenBucket | None = None,
     ) -> None:
         self.limiter = limiter if limiter is not None else TokenBucket()

@@ -20,7 +20,7 @@ from kubeletemu.podresources import view
 from kubeletemu.podresources.fingerprint import METHOD_ALL, METHOD_WITH_EXCLUSIVE_RESOURCES
 
 if TYPE_CHECKING:
-    from kubeletemu.daemon.metrics import KubeletMetrics
+    from kubeletemu.podresources.metrics import PodResourcesMetrics
 
 API_VERSION = "v1"
 FINGERPRINT_METADATA_PREFIX = "kubeletemu-fingerprint-"
@@ -46,7 +46,7 @@ class PodResourcesListerV1(v1_grpc.PodResourcesListerServicer):
         self,
         emulator: Callable[[], NodeEmulator],
         lock: asyncio.Lock,
-        metrics: KubeletMetrics | None = None,
+        metrics: PodResourcesMetrics | None = None,
     ) -> None:
         # A getter: a SIGHUP reload swaps the emulator under the same lock.
         self.emulator = emulator

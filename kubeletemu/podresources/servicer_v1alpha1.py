@@ -14,7 +14,7 @@ from kubeletemu.emulator import NodeEmulator
 from kubeletemu.podresources import view
 
 if TYPE_CHECKING:
-    from kubeletemu.daemon.metrics import KubeletMetrics
+    from kubeletemu.podresources.metrics import PodResourcesMetrics
 
 API_VERSION = "v1alpha1"
 
@@ -24,7 +24,7 @@ class PodResourcesListerV1alpha1(v1alpha1_grpc.PodResourcesListerServicer):
         self,
         emulator: Callable[[], NodeEmulator],
         lock: asyncio.Lock,
-        metrics: KubeletMetrics | None = None,
+        metrics: PodResourcesMetrics | None = None,
     ) -> None:
         self.emulator = emulator
         self.lock = lock

@@ -12,19 +12,20 @@ quantities must match the regular expression ...``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from kubeletemu.config import fields
-from kubeletemu.golang import go_quote
 from kubeletemu.manifest import ManifestError, expand_paths, pod_from_manifest
 from kubeletemu.manifest.documents import YAMLSyntaxError, yaml_documents
 from kubeletemu.pod import Pod
 from kubeletemu.podresources import nrt as node_side
-from kubeletemu.quantity import Quantity, QuantityError
+from kubeletemu.quantity import Quantity
+from kubeletemu.scheduler.object_fields import ObjectError as ObjectError  # its callers find it here
+from kubeletemu.scheduler.object_fields import Where, header, metadata, quantity
 from kubeletemu.scheduler.reservation_object import RESERVATION_KIND, Reservation, parse_reservation
 
 NRT_API_VERSION = "topology.node.k8s.io/v1alpha2"
@@ -34,10 +35,6 @@ DEVICE_KIND = "Device"
 LIST_KINDS = ("List", "NodeResourceTopologyList", "NodeList", "PodList", "DeviceList", "ReservationList")
 _NO_STRINGS: Mapping[str, str] = MappingProxyType({})
 _NO_QUANTITIES: Mapping[str, Quantity] = MappingProxyType({})
-
-
-class ObjectError(ValueError):
-    """An input object that is not what it claims: ``source: Kind "name" (document N): field: why``."""
 
 
 @dataclass(frozen=True)
@@ -232,20 +229,6 @@ class Cluster:
 # ---- reading -----------------------------------------------------------------------------------------
 
 
-@dataclass
-class _Where:
-    source: str
-    document: int
-    kind: str = ""
-    name: str | None = None
-    item: int | None = None
-
-    def error(self, path: str, problem: str) -> ObjectError:
-        place = f"document {self.document}" + (f", items[{self.item}]" if self.item is not None else "")
-        what = f"{self.kind} {go_quote(self.name)}" if self.name else (self.kind or "object")
-        return ObjectError(f"{self.source}: {what} ({place}): {path + ': ' if path else ''}{problem}")
-
-
 def read_objects(paths: Sequence[str]) -> Cluster:
     """Files and directories (their ``.yaml``, ``.yml`` and ``.json`` files in name order)."""
     cluster = Cluster()
@@ -279,12 +262,12 @@ def parse_objects(text: str, source: str) -> list[NodeResourceTopology | Node | 
     for index, doc in enumerate(documents, start=1):
         if doc is None:
             continue
-        where = _Where(source, index)
+        where = Where(source, index)
         obj = fields.mapping(where, "", doc)
         kind = obj.get("kind")
         if kind in LIST_KINDS:
             for item_index, item in enumerate(fields.sequence(where, "items", obj.get("items"))):
-                item_where = _Where(source, index, item=item_index)
+                item_where = Where(source, index, item=item_index)
                 item_obj = fields.mapping(item_where, "", item)
                 item_kind = item_obj.get("kind") or {
                     "NodeList": "Node",
@@ -301,7 +284,7 @@ def parse_objects(text: str, source: str) -> list[NodeResourceTopology | Node | 
 
 
 def _one(
-    where: _Where, obj: Mapping[str, Any], kind: Any
+    where: Where, obj: Mapping[str, Any], kind: Any
 ) -> NodeResourceTopology | Node | Pod | Device | Reservation:
     if kind == NRT_KIND:
         return _topology(where, obj)
@@ -322,51 +305,8 @@ def _one(
     raise where.error("kind", f"{kind!r} is not supported: {expected}")
 
 
-def _metadata(where: _Where, obj: Mapping[str, Any], kind: str) -> tuple[str, dict[str, str], dict[str, str]]:
-    where.kind = kind
-    metadata = fields.mapping(where, "metadata", obj.get("metadata"))
-    name = metadata.get("name")
-    if name in (None, ""):
-        raise where.error("metadata.name", "Required value")
-    where.name = fields.scalar_text(where, "metadata.name", name)
-    labels = fields.string_map(where, "metadata.labels", metadata.get("labels"))
-    annotations = fields.string_map(where, "metadata.annotations", metadata.get("annotations"))
-    return where.name, labels, annotations
-
-
-def _go_quoted(value: Any) -> str:
-    return go_quote(str(value))
-
-
-def _header(
-    where: _Where,
-    obj: Mapping[str, Any],
-    kind: str,
-    api_version: str,
-    quote: Callable[[Any], str] = _go_quoted,
-) -> tuple[str, dict[str, str], dict[str, str]]:
-    """:func:`_metadata`, with ``apiVersion`` checked to be ``api_version`` (the values in the error
-    quoted by ``quote``)."""
-    name, labels, annotations = _metadata(where, obj, kind)
-    version = obj.get("apiVersion")
-    if version != api_version:
-        raise where.error(
-            "apiVersion", f"Unsupported value: {quote(version)}: supported values: {quote(api_version)}"
-        )
-    return name, labels, annotations
-
-
-def _quantity(where: _Where, path: str, value: Any) -> Quantity:
-    if value is None:
-        return Quantity(0)
-    try:
-        return Quantity.parse(fields.scalar_text(where, path, value))
-    except QuantityError as err:
-        raise where.error(path, str(err)) from None
-
-
-def _topology(where: _Where, obj: Mapping[str, Any]) -> NodeResourceTopology:
-    name, labels, annotations = _header(where, obj, NRT_KIND, NRT_API_VERSION)
+def _topology(where: Where, obj: Mapping[str, Any]) -> NodeResourceTopology:
+    name, labels, annotations = header(where, obj, NRT_KIND, NRT_API_VERSION)
     zones = []
     for z, raw in enumerate(fields.sequence(where, "zones", obj.get("zones"))):
         path = f"zones[{z}]"
@@ -378,9 +318,9 @@ def _topology(where: _Where, obj: Mapping[str, Any]) -> NodeResourceTopology:
             resources.append(
                 ResourceInfo(
                     name=fields.string(where, f"{rpath}.name", res.get("name")),
-                    capacity=_quantity(where, f"{rpath}.capacity", res.get("capacity")),
-                    allocatable=_quantity(where, f"{rpath}.allocatable", res.get("allocatable")),
-                    available=_quantity(where, f"{rpath}.available", res.get("available")),
+                    capacity=quantity(where, f"{rpath}.capacity", res.get("capacity")),
+                    allocatable=quantity(where, f"{rpath}.allocatable", res.get("allocatable")),
+                    available=quantity(where, f"{rpath}.available", res.get("available")),
                 )
             )
         costs = tuple(
@@ -417,7 +357,7 @@ def _topology(where: _Where, obj: Mapping[str, Any]) -> NodeResourceTopology:
     )
 
 
-def _attributes(where: _Where, path: str, raw: Any) -> tuple[AttributeInfo, ...]:
+def _attributes(where: Where, path: str, raw: Any) -> tuple[AttributeInfo, ...]:
     out = []
     for i, item in enumerate(fields.sequence(where, path, raw)):
         attribute = fields.mapping(where, f"{path}[{i}]", item)
@@ -430,13 +370,13 @@ def _attributes(where: _Where, path: str, raw: Any) -> tuple[AttributeInfo, ...]
     return tuple(out)
 
 
-def _node(where: _Where, obj: Mapping[str, Any]) -> Node:
-    name, labels, annotations = _metadata(where, obj, "Node")
+def _node(where: Where, obj: Mapping[str, Any]) -> Node:
+    name, labels, annotations = metadata(where, obj, "Node")
     status = fields.mapping(where, "status", obj.get("status"))
 
     def resource_list(key: str) -> Mapping[str, Quantity]:
         raw = fields.mapping(where, f"status.{key}", status.get(key))
-        return MappingProxyType({k: _quantity(where, f"status.{key}[{k}]", v) for k, v in raw.items()})
+        return MappingProxyType({k: quantity(where, f"status.{key}[{k}]", v) for k, v in raw.items()})
 
     return Node(
         name=name,
@@ -447,10 +387,10 @@ def _node(where: _Where, obj: Mapping[str, Any]) -> Node:
     )
 
 
-def _device(where: _Where, obj: Mapping[str, Any]) -> Device:
+def _device(where: Where, obj: Mapping[str, Any]) -> Device:
     """A ``Device``; fields are checked against the Go types (a wrong type is what the API server or the
     scheduler's informer would refuse to decode)."""
-    name, labels, annotations = _header(where, obj, DEVICE_KIND, DEVICE_API_VERSION)
+    name, labels, annotations = header(where, obj, DEVICE_KIND, DEVICE_API_VERSION)
     spec = fields.mapping(where, "spec", obj.get("spec"))
     infos = []
     for i, raw in enumerate(fields.sequence(where, "spec.devices", spec.get("devices"))):
@@ -497,7 +437,7 @@ def _device(where: _Where, obj: Mapping[str, Any]) -> Device:
                 uuid=fields.string(where, f"{path}.id", item.get("id", "")),
                 labels=MappingProxyType(fields.string_map(where, f"{path}.labels", item.get("labels"))),
                 resources=MappingProxyType(
-                    {k: _quantity(where, f"{path}.resources[{k}]", v) for k, v in resources.items()}
+                    {k: quantity(where, f"{path}.resources[{k}]", v) for k, v in resources.items()}
                 ),
                 topology=topology,
                 vf_groups=tuple(groups),
@@ -515,7 +455,7 @@ def _device(where: _Where, obj: Mapping[str, Any]) -> Device:
 _QUANTITIES: dict[int, Quantity] = {}
 
 
-def _published_quantity(amount: int) -> Quantity:
+def _publishedquantity(amount: int) -> Quantity:
     quantity = _QUANTITIES.get(amount)
     if quantity is None:
         if len(_QUANTITIES) >= 65536:
@@ -537,9 +477,9 @@ def from_node_side(topology: node_side.NodeResourceTopology) -> NodeResourceTopo
                 resources=tuple(
                     ResourceInfo(
                         r.name,
-                        _published_quantity(r.capacity),
-                        _published_quantity(r.allocatable),
-                        _published_quantity(r.available),
+                        _publishedquantity(r.capacity),
+                        _publishedquantity(r.allocatable),
+                        _publishedquantity(r.available),
                     )
                     for r in z.resources
                 ),

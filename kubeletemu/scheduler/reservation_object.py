@@ -18,13 +18,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kubeletemu.config import fields
 from kubeletemu.quantity import Quantity
-
-if TYPE_CHECKING:
-    from kubeletemu.scheduler.objects import _Where
+from kubeletemu.scheduler.object_fields import Where, header, quantity
 
 RESERVATION_API_VERSION = "scheduling.koordinator.sh/v1alpha1"
 RESERVATION_KIND = "Reservation"
@@ -114,11 +112,9 @@ class Reservation:
         return bool(self.node_name) and self.phase in ("Available", "Waiting")
 
 
-def parse_reservation(where: _Where, obj: Mapping[str, Any]) -> Reservation:
+def parse_reservation(where: Where, obj: Mapping[str, Any]) -> Reservation:
     """A ``Reservation`` document; every error names the file, the object and the field."""
-    from kubeletemu.scheduler.objects import _header, _quantity
-
-    name, labels, annotations = _header(where, obj, RESERVATION_KIND, RESERVATION_API_VERSION, quote=repr)
+    name, labels, annotations = header(where, obj, RESERVATION_KIND, RESERVATION_API_VERSION, quote=repr)
     metadata = fields.mapping(where, "metadata", obj.get("metadata"))
     uid_raw = metadata.get("uid")
     # The reserve pod's UID is the reservation's; a hand-written object without one gets a stable stand-in.
@@ -156,12 +152,12 @@ def parse_reservation(where: _Where, obj: Mapping[str, Any]) -> Reservation:
         phase=phase,
         node_name=fields.string(where, "status.nodeName", status.get("nodeName", "")),
         allocatable=MappingProxyType(
-            {k: _quantity(where, f"status.allocatable[{k}]", v) for k, v in allocatable.items()}
+            {k: quantity(where, f"status.allocatable[{k}]", v) for k, v in allocatable.items()}
         ),
     )
 
 
-def _owner(where: _Where, path: str, raw: Any) -> ReservationOwner:
+def _owner(where: Where, path: str, raw: Any) -> ReservationOwner:
     owner = fields.mapping(where, path, raw)
     if owner.get("controller") is not None:
         raise where.error(
@@ -183,7 +179,7 @@ def _owner(where: _Where, path: str, raw: Any) -> ReservationOwner:
     return ReservationOwner(ref, selector)
 
 
-def _selector(where: _Where, path: str, raw: Any) -> LabelSelector:
+def _selector(where: Where, path: str, raw: Any) -> LabelSelector:
     sel = fields.mapping(where, path, raw)
     requirements = []
     for i, item in enumerate(fields.sequence(where, f"{path}.matchExpressions", sel.get("matchExpressions"))):

@@ -21,8 +21,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kubeletemu.config import Config
-from kubeletemu.daemon.logging import get_logger
 from kubeletemu.emulator import NodeEmulator
+from kubeletemu.logger import get_logger
 from kubeletemu.machine import Machine
 from kubeletemu.shadow.config import check_own_config
 from kubeletemu.shadow.errors import ShadowError

@@ -2,7 +2,7 @@
 
 Each source is probed with ``hostprobe`` like a live host, so the node is what a kubelet would see there.
 A capture may be a directory pair (sysfs root, procfs root) or a ``<name>.tar.gz`` as in
-``shared/fixtures/sysfs`` (one top-level directory holding ``sys/`` and ``proc/``), extracted to a
+``tests/fixtures/sysfs`` (one top-level directory holding ``sys/`` and ``proc/``), extracted to a
 temporary directory for the probe only.
 
 A synthetic shape or a capture archive probes to the same machine every time, so each is probed once per

@@ -74,3 +74,36 @@ def test_what_needs_a_daemon_says_how_to_ask_it() -> None:
         name for name, p in commands().items() if not any(a.dest == "socket" for a in p._actions)
     }
     assert without_socket == {"probe", "fleet"}
+
+
+@pytest.mark.parametrize("name", sorted(commands()))
+def test_usage_shows_required_arguments_as_required(name: str) -> None:
+    """Issue 41 item 7: ``-f FILE``, not ``[-f FILE]``, where the command then asks for it; a required
+    choice of two in parentheses, ``(--uid UID | -f FILE)``."""
+    parser = commands()[name]
+    usage = " ".join(kubeletemu(name, "--help").stdout.split("\n\n", 1)[0].split())
+    for action in parser._actions:
+        if action.required and action.option_strings:
+            shown = f"{action.option_strings[0]} {action.metavar or action.dest.upper()}"
+            assert f" {shown}" in usage and f"[{shown}]" not in usage, (name, usage)
+    for group in parser._mutually_exclusive_groups:
+        if group.required:
+            shown = " | ".join(
+                f"{a.option_strings[0]} {a.metavar or a.dest.upper()}" for a in group._group_actions
+            )
+            assert f"({shown})" in usage, (name, usage)
+    if name in ("admit", "would-admit", "least-numa-nodes", "simulate", "fleet", "schedule"):
+        assert " -f FILE " in usage + " ", usage
+
+
+@pytest.mark.parametrize("name", sorted(commands()))
+def test_descriptions_are_sentences_wrapped_to_the_terminal(name: str) -> None:
+    """Issue 41 item 7: each command's own help opens with a sentence (capital, full stop), wrapped to the
+    terminal's 80 columns, however the rest of its help is laid out (schedule's examples table)."""
+    description = commands()[name].description
+    assert description and description[0].isupper() and description.endswith((".", ")")), (name, description)
+    out = kubeletemu(name, "--help").stdout
+    paragraph = out.split("\n\n")[1]
+    assert "".join(paragraph.split()) == "".join(description.split()), out  # argparse breaks after hyphens
+    assert max(map(len, paragraph.splitlines())) <= 80, paragraph
+    assert len(paragraph.splitlines()) >= len(description) // 80 + 1

@@ -94,9 +94,9 @@ def test_clients_import_neither_grpc_nor_more_than_they_decode(
 ) -> None:
     """No command imports grpcio: the CLI speaks HTTP/2 itself (kubeletemu.cli.wire). ``list`` (a table
     with CPU sets and memory) decodes its answer from the generated schema, without the protobuf runtime
-    or the stubs; ``would-admit`` builds its request with the message classes and reads the manifest
-    (YAML, quantities, the fields' checks). Neither loads the engine, the configuration loader, the probe,
-    nor the daemon's libraries (reflection, health)."""
+    or the stubs; ``would-admit``, ``admit`` and ``remove`` encode their requests from it too (issue 41
+    item 11), and read the manifest (YAML, quantities, the fields' checks). None loads the engine, the
+    configuration loader, the probe, nor the daemon's libraries (reflection, health)."""
     daemon = make_daemon()
     socket = ("--socket", str(daemon.socket))
     (tmp_path / "p.yaml").write_text(pod("p"))
@@ -113,23 +113,29 @@ def test_clients_import_neither_grpc_nor_more_than_they_decode(
         "kubeletemu.daemon",
         "kubeletemu.daemon.refusals",  # tells a daemon's UNAVAILABLE from an unreachable one
     }
-    out, modules = imported("would-admit", "-f", str(tmp_path / "q.yaml"), *socket)
-    assert out.returncode == 0, out.stderr[-2000:]
-    client = (
-        "google.protobuf",
-        "kubeletemu._proto",
-        "kubeletemu.daemon",
-        "hostprobe",
-        "yaml",
-        "kubeletemu.manifest",
-    )
+    what_if = ("--policy", "restricted", "--policy-option", "max-allowable-numa-nodes=8")
+    for args in (
+        ("would-admit", "-f", str(tmp_path / "q.yaml"), *what_if),
+        ("admit", "-f", str(tmp_path / "q.yaml")),
+        ("remove", "-f", str(tmp_path / "q.yaml")),
+        ("fingerprint",),
+    ):
+        out, modules = imported(*args, *socket)
+        assert out.returncode == 0, (args, out.stderr[-2000:])
+        assert not [m for m in modules if m.startswith(("google.protobuf", "grpc"))], args
+        assert {m for m in modules if m.startswith("kubeletemu._proto")} == {
+            "kubeletemu._proto",
+            "kubeletemu._proto.wireschema",
+        }, args
+    assert "prod/q" in run("would-admit", "-f", str(tmp_path / "q.yaml"), *what_if, *socket).stdout
+    client = ("kubeletemu._proto", "kubeletemu.daemon", "hostprobe", "yaml", "kubeletemu.manifest")
+    _, modules = imported("would-admit", "-f", str(tmp_path / "q.yaml"), *socket)
     assert heavy(modules, client) == [
         "kubeletemu.config",
         "kubeletemu.config.errors",
         "kubeletemu.config.fields",
         "kubeletemu.config.validation",
     ]
-    assert not [m for m in modules if m == "grpc" or m.startswith("grpc.")]
 
 
 def test_an_unreachable_daemon_is_reported_without_the_engine(tmp_path: Path) -> None:

@@ -47,11 +47,18 @@ def test_a_misspelled_flag_is_named_not_the_missing_one(tmp_path: Path) -> None:
         # Unknown and missing at once: the unknown one first.
         (("admit", "--bogus"), "kubeletemu: unrecognized arguments: --bogus (see kubeletemu admit --help)"),
         (("--bogus", "list"), "kubeletemu: unrecognized arguments: --bogus (see kubeletemu --help)"),
-        (("lsit",), "kubeletemu: COMMAND: invalid choice: 'lsit' (choose from 'serve', 'admit', "),
+        (
+            ("lsit",),
+            "kubeletemu: COMMAND: invalid choice: 'lsit': did you mean 'list'? "
+            "(choose from 'serve', 'admit', ",
+        ),
+        (("would-admt",), "kubeletemu: COMMAND: invalid choice: 'would-admt': did you mean 'would-admit'? "),
+        (("xyzzy",), "kubeletemu: COMMAND: invalid choice: 'xyzzy' (choose from 'serve', 'admit', "),
         # A flag's value outside its choices: the CLI refuses it, naming the flag.
         (
             ("would-admit", "-f", "pod.yaml", "--policy", "best_effort"),
-            "kubeletemu: --policy: invalid choice: 'best_effort' (choose from 'none', 'best-effort', "
+            "kubeletemu: --policy: invalid choice: 'best_effort': did you mean 'best-effort'? "
+            "(choose from 'none', 'best-effort', "
             "'restricted', 'single-numa-node')",
         ),
         (

@@ -20,6 +20,7 @@ from kubeletemu._proto.podresources.v1 import api_pb2_grpc as podresources_grpc
 from kubeletemu.podresources.fingerprint import compute
 from tests.daemon.conftest import write_config
 from tests.daemon.daemon_process import DaemonProcess
+from tests.nodes import kubelet_config
 
 pytestmark = pytest.mark.slow  # starts processes or runs for seconds: out of the quick subset (README)
 
@@ -128,6 +129,88 @@ def test_the_podresources_socket_beside_a_live_one_is_refused_too(launch: Launch
         assert stub.List(podresources.ListPodResourcesRequest(), timeout=10).pod_resources == []
 
 
+class SocketFromConfig(DaemonProcess):
+    """A daemon whose sockets come from its configuration's ``socket:`` alone: no --socket, no
+    --podresources-socket, no podResourcesSocket."""
+
+    def argv(self) -> list[str]:
+        argv = super().argv()
+        for flag in ("--socket", "--podresources-socket"):
+            at = argv.index(flag)
+            del argv[at : at + 2]
+        return argv
+
+
+def socket_from_config(tmp_path: Path, tree: tuple[Path, Path], name: str, sock: Path) -> SocketFromConfig:
+    config = tmp_path / f"{name}.yaml"
+    config.write_text(kubelet_config(emulator=f"socket: {sock}\n"))
+    return SocketFromConfig(
+        config=config,
+        state_dir=tmp_path / f"state-{name}",
+        socket=sock,
+        sysfs_root=tree[0],
+        procfs_root=tree[1],
+        log=tmp_path / f"{name}.log",
+        podresources_socket=sock.parent / "podresources.sock",  # where it should be; not passed
+    )
+
+
+@pytest.fixture
+def configured(tmp_path: Path, sample_tree: tuple[Path, Path]) -> Iterator[list[SocketFromConfig]]:
+    daemons: list[SocketFromConfig] = []
+    yield daemons
+    for daemon in daemons:
+        daemon.stop()
+
+
+def test_a_second_daemon_configured_with_only_its_socket_gets_its_own_podresources_socket(
+    tmp_path: Path, sample_tree: tuple[Path, Path], configured: list[SocketFromConfig]
+) -> None:
+    """Issue 41 item 6: the default podresources socket is podresources.sock in the directory of the
+    configured ``socket:``, so two daemons whose sockets are in two directories both start."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    for name in ("a", "b"):
+        configured.append(socket_from_config(tmp_path, sample_tree, name, tmp_path / name / "k.sock"))
+        configured[-1].start()
+    for daemon in configured:
+        assert daemon.process is not None and daemon.process.poll() is None
+        assert Path(str(daemon.podresources_socket)).is_socket()
+        with daemon.podresources_channel() as channel:
+            stub = podresources_grpc.PodResourcesListerStub(channel)
+            assert stub.List(podresources.ListPodResourcesRequest(), timeout=10).pod_resources == []
+    # Each answers for its own node: a pod admitted on b shows in b's podresources only.
+    assert admit(configured[1], POD).admitted
+    for daemon, pods in zip(configured, ([], ["web"]), strict=True):
+        with daemon.podresources_channel() as channel:
+            stub = podresources_grpc.PodResourcesListerStub(channel)
+            reply = stub.List(podresources.ListPodResourcesRequest(), timeout=10)
+        assert [p.name for p in reply.pod_resources] == pods
+
+
+def test_a_derived_podresources_socket_that_clashes_is_named_with_where_it_came_from(
+    tmp_path: Path, sample_tree: tuple[Path, Path], configured: list[SocketFromConfig]
+) -> None:
+    """Two admission sockets in one directory derive one podresources socket: the refusal says which of
+    the daemon's two sockets clashes, that it was derived, from what, and how to set it."""
+    first = socket_from_config(tmp_path, sample_tree, "a", tmp_path / "a.sock")
+    configured.append(first.start())
+    assert first.process is not None
+    second = socket_from_config(tmp_path, sample_tree, "b", tmp_path / "b.sock")
+    out = serve_refused(second)
+    assert out.returncode == 1, out.stderr
+    assert one_error_line(out).startswith(
+        "kubeletemu: the podresources socket (podresources.sock beside the admission socket "
+        f"{second.socket}, as neither --podresources-socket nor podResourcesSocket is set): "
+        f"{tmp_path / 'podresources.sock'} is served by another process (pid {first.process.pid}: "
+    )
+    assert not second.socket.exists()
+    # The admission socket's own clash is named as such.
+    third = socket_from_config(tmp_path, sample_tree, "c", first.socket)
+    line = one_error_line(serve_refused(third))
+    assert line.startswith(f"kubeletemu: the admission socket: {first.socket} is served by another process")
+
+
 def test_stale_sockets_are_replaced_and_other_files_left_alone(launch: Launch, tmp_path: Path) -> None:
     # A socket whose server died (bound, never listened on, never removed): stale.
     stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -184,6 +267,23 @@ def test_one_state_directory_serves_one_daemon(launch: Launch) -> None:
     first.stop(signal.SIGKILL)
     second.start()
     assert [name for _, name, _ in listed(second)] == ["web"]
+
+
+def test_a_state_directory_that_cannot_be_made_is_bad_input(launch: Launch, tmp_path: Path) -> None:
+    """Issue 41 item 8: a --state-dir that cannot be made or locked is the caller's input (exit 2), not
+    another daemon's hold (exit 1); one line naming the path."""
+    (tmp_path / "file").write_text("a file, not a directory")
+    for state_dir, why in (
+        ("/proc/nope", "No such file or directory"),
+        (tmp_path / "file" / "s", "Not a directory"),
+    ):
+        daemon = launch(state=str(state_dir), start=False)
+        out = serve_refused(daemon)
+        assert out.returncode == 2, out.stderr
+        assert one_error_line(out) == (
+            f"kubeletemu: cannot lock the state directory: {state_dir}/kubeletemu.lock: {why}"
+        )
+        assert not daemon.socket.exists()
 
 
 def free_port() -> int:

@@ -17,11 +17,11 @@ from kubeletemu.fleet.spec import load_fleet, parse_fleet
 from kubeletemu.pod import Pod
 from kubeletemu.scheduler.nrtcache.overreserve import OverReserve
 from tests.fleet.conftest import EXAMPLE, SMALL
-from tests.hostprobe.hostprobe_capture_support import sysfs_fixtures_dir
+from tests.hostprobe.hostprobe_capture_support import capture_archive
 
 pytestmark = pytest.mark.slow
 
-CAPTURE = sysfs_fixtures_dir() / "ocp-worker-2s20c2t-cascadelake.tar.gz"
+CAPTURE = capture_archive("ocp-worker-2s20c2t-cascadelake")
 SYNTHETIC = (
     "synthetic: {sockets: 2, coresPerSocket: 20, threadsPerCore: 2, nodesPerSocket: 1, memoryGiBPerNode: 93}"
 )

@@ -21,13 +21,32 @@ FIXTURE_NAMES = (
 )
 
 
-def sysfs_fixtures_dir() -> Path:
-    """``$KUBELETEMU_FIXTURES`` (its ``sysfs/`` subdirectory if any), else ``../shared/fixtures/sysfs``."""
+IN_REPO_CAPTURES = REPO_ROOT / "tests" / "fixtures" / "sysfs"
+
+
+def sysfs_fixture_dirs() -> tuple[Path, ...]:
+    """Where captures are looked for, first match wins: ``$KUBELETEMU_FIXTURES`` (its ``sysfs/``
+    subdirectory if any), for captures beyond the repository's, then ``tests/fixtures/sysfs``."""
     override = os.environ.get("KUBELETEMU_FIXTURES")
-    if override:
-        base = Path(override)
-        return base / "sysfs" if (base / "sysfs").is_dir() else base
-    return REPO_ROOT.parent / "shared" / "fixtures" / "sysfs"
+    if not override:
+        return (IN_REPO_CAPTURES,)
+    base = Path(override)
+    return (base / "sysfs" if (base / "sysfs").is_dir() else base, IN_REPO_CAPTURES)
+
+
+def capture_files(name: str) -> tuple[Path, Path] | None:
+    """``<name>.tar.gz`` and ``<name>.truth.json`` from the first directory that holds both."""
+    for directory in sysfs_fixture_dirs():
+        tarball, truth = directory / f"{name}.tar.gz", directory / f"{name}.truth.json"
+        if tarball.is_file() and truth.is_file():
+            return tarball, truth
+    return None
+
+
+def capture_archive(name: str) -> Path:
+    """``<name>.tar.gz`` where :func:`capture_files` finds it, else where the repository keeps it."""
+    found = capture_files(name)
+    return found[0] if found else IN_REPO_CAPTURES / f"{name}.tar.gz"
 
 
 class Capture:

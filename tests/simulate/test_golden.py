@@ -30,7 +30,7 @@ from kubeletemu.simulate import (
     run_simulation,
 )
 from tests.conftest import CaptureStore
-from tests.hostprobe.hostprobe_capture_support import sysfs_fixtures_dir
+from tests.hostprobe.hostprobe_capture_support import capture_archive
 
 pytestmark = pytest.mark.slow
 
@@ -136,7 +136,7 @@ def test_facts_worked_out_by_hand(report: SimulationReport) -> None:
 
 
 def test_capture_archive_is_the_same_machine(captures: CaptureStore) -> None:
-    archive = sysfs_fixtures_dir() / f"{CAPTURE}.tar.gz"
+    archive = capture_archive(CAPTURE)
     from_archive = TopologySource.capture_archive(str(archive))
     assert from_archive.describe() == {"kind": "capture", "name": CAPTURE}
     machine = from_archive.machine()
