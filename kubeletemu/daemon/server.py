@@ -48,7 +48,6 @@ from kubeletemu.config.loader import check_feature_gates
 from kubeletemu.cpumanager.errors import PolicyOptionsError as CPUPolicyOptionsError
 from kubeletemu.daemon import sdnotify
 from kubeletemu.daemon.admission_servicer import AdmissionServicer
-from kubeletemu.daemon.decoding import add_service
 from kubeletemu.daemon.logging import get_logger
 from kubeletemu.daemon.metrics import KubeletMetrics, MetricsServer, start_metrics_server
 from kubeletemu.daemon.saved_state import OpenedState, open_state
@@ -59,6 +58,7 @@ from kubeletemu.daemon.state_guard import StateDirGuard
 from kubeletemu.daemon.state_lock import StateDirInUseError, StateDirLock, StateDirUnusableError
 from kubeletemu.daemon.state_metrics import StateMetrics
 from kubeletemu.emulator import NodeEmulator
+from kubeletemu.grpc_decoding import add_service
 from kubeletemu.machine import Machine
 from kubeletemu.podresources.server import PodResourcesServer
 from kubeletemu.shadow import KubeletPaths, ShadowError, ShadowMetrics, ShadowRunner, SourceUnreadableError

@@ -21,8 +21,8 @@ from grpc_reflection.v1alpha import reflection, reflection_pb2
 
 from kubeletemu._proto.podresources.v1 import api_pb2 as v1
 from kubeletemu._proto.podresources.v1alpha1 import api_pb2 as v1alpha1
-from kubeletemu.daemon.decoding import add_service
 from kubeletemu.emulator import NodeEmulator
+from kubeletemu.grpc_decoding import add_service
 from kubeletemu.podresources.ratelimit import REJECTED_BY_RATE_LIMIT, TokenBucket
 from kubeletemu.podresources.schema import VersionedPool
 from kubeletemu.podresources.servicer_v1 import PodResourcesListerV1
