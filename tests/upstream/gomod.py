@@ -87,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         write_module(pin.kubernetes_module_dir, kubernetes_gomod(pin, upstream_gomod(pin)))
         print(f"wrote {pin.kubernetes_module_dir}/go.mod and go.sum", file=sys.stderr)
     for etcd_pin in {pin.etcd_module_dir: pin for pin in pins}.values():
+        if (etcd_pin.etcd_module_dir / "go.sum").is_file():
+            continue  # one etcd module serves several pins: written once
         write_module(etcd_pin.etcd_module_dir, etcd_gomod(etcd_pin))
         print(f"wrote {etcd_pin.etcd_module_dir}/go.mod and go.sum", file=sys.stderr)
     return 0

@@ -46,13 +46,16 @@ class Pin:
 
 
 # The patch releases are the trees kubeletemu's version data was read at (kubeletemu/versions/data cites
-# v1.33.13, v1.34.9, v1.35.6 and v1.36.3); 1.37.2 is the newest the Go module proxy served on 2026-12-02.
+# v1.33.13, v1.34.9, v1.35.6 and v1.36.3), but for 1.35: the proxy serves k8s.io/kubernetes v1.35.6 but not
+# all its staging modules (2026-12-02: k8s.io/kube-proxy and k8s.io/externaljwt v0.35.6 403,
+# k8s.io/mount-utils v0.35.6 unknown to sum.golang.org), so 1.35 builds v1.35.4, whose are served. 1.37.2
+# is the newest release served.
 # etcd 3.6 is the series the API server supports at each of these releases (3.5 being the older).
 ETCD_VERSION = "3.6.16"
 PINS: dict[str, Pin] = {
     "1.33": Pin("1.33.13", ETCD_VERSION),
     "1.34": Pin("1.34.9", ETCD_VERSION),
-    "1.35": Pin("1.35.6", ETCD_VERSION),
+    "1.35": Pin("1.35.4", ETCD_VERSION),
     "1.36": Pin("1.36.3", ETCD_VERSION),
     "1.37": Pin("1.37.2", ETCD_VERSION),
 }
