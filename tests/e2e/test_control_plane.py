@@ -1,5 +1,5 @@
 """The upstream control plane on loopback: the API server answers kubectl, and the real kube-scheduler
-binds a pod to a Node that reports Ready, never to one that does not."""
+binds a pod to a Node that reports Ready, never to one that reports NotReady."""
 
 from __future__ import annotations
 
@@ -52,27 +52,22 @@ def _pod(name: str, node: str) -> str:
     )
 
 
-def _report_ready(plane: ControlPlane, node: str) -> None:
-    """The status a kubelet posts: capacity, allocatable and a Ready condition (what the scheduler and the
-    node lifecycle controller read)."""
+def _report(plane: ControlPlane, node: str, *, ready: bool) -> None:
+    """The status a kubelet posts: capacity, allocatable and its Ready condition, True or False, what the
+    scheduler and the node lifecycle controller read. Both nodes get resources, so that only the condition
+    tells them apart. (A node with no Ready condition at all loses its not-ready taint too: the lifecycle
+    controller maps only Ready False and Unknown to taints, and marks Unknown after the grace period.)"""
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     resources = {"cpu": "4", "memory": "8Gi", "pods": "110"}
-    status = {
-        "status": {
-            "capacity": resources,
-            "allocatable": resources,
-            "conditions": [
-                {
-                    "type": "Ready",
-                    "status": "True",
-                    "reason": "KubeletReady",
-                    "message": "e2e",
-                    "lastHeartbeatTime": now,
-                    "lastTransitionTime": now,
-                }
-            ],
-        }
+    condition = {
+        "type": "Ready",
+        "status": "True" if ready else "False",
+        "reason": "KubeletReady" if ready else "KubeletNotReady",
+        "message": "e2e",
+        "lastHeartbeatTime": now,
+        "lastTransitionTime": now,
     }
+    status = {"status": {"capacity": resources, "allocatable": resources, "conditions": [condition]}}
     plane.kubectl("patch", "node", node, "--subresource=status", "--type=merge", "-p", json.dumps(status))
 
 
@@ -91,11 +86,12 @@ def test_scheduler_binds_only_to_a_ready_node(
         "the default ServiceAccount",
         lambda: plane.kubectl("get", "serviceaccount", "default", check=False).returncode == 0 or None,
     )
-    for node in ("e2e-ready", "e2e-silent"):
+    for node in ("e2e-ready", "e2e-notready"):
         plane.kubectl("apply", "-f", "-", input=_node(node))
-    _report_ready(plane, "e2e-ready")
+    _report(plane, "e2e-ready", ready=True)
+    _report(plane, "e2e-notready", ready=False)
     plane.kubectl("apply", "-f", "-", input=_pod("to-ready", "e2e-ready"))
-    plane.kubectl("apply", "-f", "-", input=_pod("to-silent", "e2e-silent"))
+    plane.kubectl("apply", "-f", "-", input=_pod("to-notready", "e2e-notready"))
     try:
         bound = _wait_for(
             "pod to-ready bound",
@@ -104,8 +100,8 @@ def test_scheduler_binds_only_to_a_ready_node(
         assert bound == "e2e-ready"
 
         def unschedulable() -> str | None:
-            pod: Any = plane.get_json("pod", "to-silent")
-            assert not pod["spec"].get("nodeName"), "bound to a node that never reported Ready"
+            pod: Any = plane.get_json("pod", "to-notready")
+            assert not pod["spec"].get("nodeName"), "bound to a node that reports NotReady"
             for condition in pod["status"].get("conditions", []):
                 if condition["type"] == "PodScheduled" and condition.get("reason") == "Unschedulable":
                     return str(condition["message"])
@@ -113,7 +109,11 @@ def test_scheduler_binds_only_to_a_ready_node(
 
         # API admission (TaintNodesByCondition) gave the new Node the not-ready taint; only the node
         # lifecycle controller lifts it, when the node reports Ready.
-        assert "node.kubernetes.io/not-ready" in _wait_for("pod to-silent unschedulable", unschedulable)
+        assert "1 node(s) had untolerated taint(s)" in _wait_for(
+            "pod to-notready unschedulable", unschedulable
+        )
+        taints: Any = plane.get_json("node", "e2e-notready")["spec"]
+        assert {t["key"] for t in taints.get("taints", [])} == {"node.kubernetes.io/not-ready"}
     finally:
-        plane.kubectl("delete", "pod", "to-ready", "to-silent", "--wait=false", check=False)
-        plane.kubectl("delete", "node", "e2e-ready", "e2e-silent", "--wait=false", check=False)
+        plane.kubectl("delete", "pod", "to-ready", "to-notready", "--wait=false", check=False)
+        plane.kubectl("delete", "node", "e2e-ready", "e2e-notready", "--wait=false", check=False)
