@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.upstream.pins import COMPONENTS, ETCD, KUBERNETES_COMPONENTS, PINS, Pin, pin_for
+from tests.upstream.pins import COMPONENTS, ETCD, KUBERNETES_COMPONENTS, PINS, Pin, pin_for, unwritten
 
 ASSETS_ENV = "KUBELETEMU_UPSTREAM_ASSETS"
 CACHE_ENV = "KUBELETEMU_UPSTREAM_CACHE"
@@ -158,6 +158,8 @@ def ensure(
             raise MissingAssetsError(f"{ASSETS_ENV}={override} has no executable {', '.join(missing)}")
         return assets
     pin = pin_for(version)
+    if pin.minor in unwritten():
+        raise ValueError(f"no Go module for {pin.minor} yet: run python -m tests.upstream.gomod {pin.minor}")
     assets = Assets(bin_dir(pin))
     with _locked(assets.directory):
         stamps_file = assets.directory / _STAMPS

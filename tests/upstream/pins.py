@@ -73,3 +73,9 @@ def pin_for(version: str | None) -> Pin:
         known = ", ".join(f"{p.minor} ({p.kubernetes})" for p in PINS.values())
         raise ValueError(f"no pinned Kubernetes release for {version!r}; pinned: {known}")
     return pin
+
+
+def unwritten() -> list[str]:
+    """Pinned minors whose Go module is not committed yet (``python -m tests.upstream.gomod <minor>`` writes
+    it: its `go mod tidy` downloads the release's module graph)."""
+    return [m for m, pin in PINS.items() if not (pin.kubernetes_module_dir / "go.sum").is_file()]
