@@ -167,7 +167,7 @@ def zone_name(node_id: int) -> str:
     return f"node-{node_id}"
 
 
-def _is_memory(name: str) -> bool:
+def is_memory(name: str) -> bool:
     return name == MEMORY or name.startswith(HUGEPAGES_PREFIX)
 
 
@@ -211,7 +211,8 @@ def allocated_counters(pods: Iterable[v1.PodResources], cpu_numa: Mapping[int, i
     return counters
 
 
-def _resource_order(name: str) -> tuple[int, int, str]:
+def resource_order(name: str) -> tuple[int, int, str]:
+    """The fixed order of a zone's resources: cpu, memory, hugepages by page size, then devices by name."""
     if name == CPU:
         return (0, 0, name)
     if name == MEMORY:
@@ -248,7 +249,7 @@ def zones(
             counters = {CPU: 0}
         used = allocated.get(node.node_id, {})
         resources = []
-        for name in sorted(counters, key=_resource_order):
+        for name in sorted(counters, key=resource_order):
             alloc = counters[name]
             cap = capacity.get(name, 0)
             if cap == 0:
@@ -258,6 +259,26 @@ def zones(
         costs = tuple(CostInfo(zone_name(dst), dist) for dst, dist in sorted(node.distances.items()))
         out.append(Zone(zone_name(node.node_id), ZONE_TYPE_NODE, costs, tuple(resources)))
     return tuple(out)
+
+
+# node-feature-discovery pkg/topologypolicy: (scope, policy) -> v1alpha2.TopologyManagerPolicy.
+_POD_SCOPE = {
+    "single-numa-node": "SingleNUMANodePodLevel",
+    "restricted": "RestrictedPodLevel",
+    "best-effort": "BestEffortPodLevel",
+}
+_CONTAINER_SCOPE = {
+    "single-numa-node": "SingleNUMANodeContainerLevel",
+    "restricted": "RestrictedContainerLevel",
+    "best-effort": "BestEffortContainerLevel",
+}
+
+
+def detect_topology_policy(policy: str, scope: str) -> str:
+    """``topologypolicy.DetectTopologyPolicy``: the deprecated ``topologyPolicies`` value nfd-topology-updater
+    writes (an unknown scope or policy is ``None``)."""
+    table = _POD_SCOPE if scope == "pod" else _CONTAINER_SCOPE if scope == "container" else {}
+    return table.get(policy, "None")
 
 
 def _camel(option: str) -> str:
