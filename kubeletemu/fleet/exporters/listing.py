@@ -88,9 +88,7 @@ def rte_topology(
     topology = node_side.NodeResourceTopology(
         name=view.node_name(emulator.config),
         zones=zones,
-        attributes=node_side.attributes(
-            sign, method, cm.topology_manager_policy, cm.topology_manager_scope, cm.topology_manager_options
-        ),
+        attributes=node_side.attributes(sign, method, cm.topology_manager_policy, cm.topology_manager_scope),
         annotations={ANNOTATION: sign, node_side.ANNOTATION_RTE_UPDATE: update},
     )
     return from_node_side(topology)
