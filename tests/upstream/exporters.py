@@ -113,9 +113,9 @@ def ensure_exporter(pin: ExporterPin, log: Callable[[str], None] = build._stderr
             return out
         log(f"building {pin.component} {pin.version} in {pin.module_dir}")
         started = time.monotonic()
-        subprocess.run(
-            _argv(pin, out), check=True, cwd=pin.module_dir, env={**os.environ, "CGO_ENABLED": "0"}
-        )
+        # The toolchain's own cgo setting: the exporters share no compiled package with the Kubernetes
+        # builds (other k8s.io versions), so the CGO_ENABLED=0 those use would buy nothing here.
+        subprocess.run(_argv(pin, out), check=True, cwd=pin.module_dir)
         log(f"built {pin.component} in {time.monotonic() - started:.0f} s")
         stamp.write_text(key + "\n")
     return out
