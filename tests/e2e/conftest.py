@@ -14,13 +14,21 @@ import pytest
 
 from tests.upstream import build, exporters
 from tests.upstream.controlplane import ControlPlane, Process
+from tests.upstream.pins import COMPONENTS
 
 VERSION_ENV = "KUBELETEMU_E2E_VERSION"
 
 
+CONTROL_PLANE = ("etcd", "kube-apiserver", "kubectl")
+
+
 @pytest.fixture(scope="session")
 def upstream_assets() -> build.Assets:
-    return build.ensure(os.environ.get(VERSION_ENV))
+    """The control plane's binaries. Built, every component is built at once (one `go build` shares the
+    compilation, so the scheduler fixtures find theirs ready); from an override directory, only these
+    three must be there."""
+    overridden = build.ASSETS_ENV in os.environ
+    return build.ensure(os.environ.get(VERSION_ENV), CONTROL_PLANE if overridden else COMPONENTS)
 
 
 @pytest.fixture(scope="session")
@@ -36,6 +44,7 @@ def control_plane(upstream_assets: build.Assets) -> Iterator[ControlPlane]:
 @pytest.fixture(scope="session")
 def kube_scheduler(control_plane: ControlPlane) -> Iterator[Process]:
     """The default kube-scheduler, no leader election."""
+    build.ensure(os.environ.get(VERSION_ENV), ["kube-scheduler"])
     process = control_plane.start_scheduler()
     try:
         yield process
@@ -47,6 +56,7 @@ def kube_scheduler(control_plane: ControlPlane) -> Iterator[Process]:
 def kube_controller_manager(control_plane: ControlPlane) -> Iterator[Process]:
     """kube-controller-manager with its default controllers (the node lifecycle controller among them, which
     lifts the not-ready taint of a node that reports Ready, and the service-account controller)."""
+    build.ensure(os.environ.get(VERSION_ENV), ["kube-controller-manager"])
     process = control_plane.start_controller_manager()
     try:
         yield process
