@@ -27,4 +27,4 @@ FINGERPRINT_METHODS_PUBLISHED = ("with-exclusive-resources", "all")
 RTE_UPDATES = ("periodic", "reactive")
 
 # kubeletemu.scheduler.live.FLAVOURS: whose NodeResourceTopology the daemon's node is published as.
-FLAVOURS = ("rte", "koordlet")
+FLAVOURS = ("rte", "koordlet", "nfd")

@@ -181,8 +181,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--flavour",
         choices=FLAVOURS,
         default=FLAVOURS[0],
-        help="which exporter's object: rte (resource-topology-exporter, read by NodeResourceTopologyMatch) "
-        "or koordlet (Koordinator's, read by NodeNUMAResource; with the node's Device object, in a List, "
-        "when it has GPU or RDMA devices); default %(default)s",
+        help="which exporter's object: rte (resource-topology-exporter, read by NodeResourceTopologyMatch), "
+        "koordlet (Koordinator's, read by NodeNUMAResource; with the node's Device object, in a List, "
+        "when it has GPU or RDMA devices) or nfd (nfd-topology-updater's; --method and --update do not "
+        "apply); default %(default)s",
     )
     nrt.set_defaults(func=cmd_nrt)

@@ -14,16 +14,16 @@ The aggregation is resource-topology-exporter's (``pkg/resourcemonitor/resourcem
   only when ``GetAllocatableResources`` reports memory (static memory manager), CPUs only under the
   static CPU manager;
 * attributes: ``nodeTopologyPodsFingerprint``, ``nodeTopologyPodsFingerprintMethod``,
-  ``topologyManagerScope``, ``topologyManagerPolicy`` (RTE's order), then the Topology Manager policy
-  options: each as ``topologyManagerOption<CamelCaseName>`` and ``max-allowable-numa-nodes`` also as
-  ``topologyManagerMaxNUMANodes``, the attribute the scheduler plugin reads; annotation
-  ``topology.node.k8s.io/fingerprint`` (the legacy location RTE still fills).
+  ``topologyManagerScope``, ``topologyManagerPolicy`` (RTE's order; no Topology Manager policy options,
+  which RTE does not publish); annotation ``topology.node.k8s.io/fingerprint`` (the legacy location RTE
+  still fills).
 
-Capacity of ``memory`` is the node's MemTotal minus its pre-allocated hugepages, as the memory manager
-counts regular memory (``allocatable = MemTotal - hugepages - reserved``), so capacity - allocatable is
-exactly the reservation; RTE publishes raw MemTotal, which counts the hugepages twice. Zones are in
-node-id order and resources in a fixed order (cpu, memory, hugepages by page size, devices by name) where
-the exporters emit Go map order.
+Capacity (``updateNodeCapacity``, read once from sysfs): ``cpu`` the node's logical CPUs, ``memory`` its
+MemTotal (pre-allocated hugepages included, so capacity - allocatable is the reservation plus the
+hugepages: RTE v0.24.0's value, checked against the real exporter in tests/e2e/test_exporters.py),
+``hugepages-2Mi`` and ``hugepages-1Gi`` ``nr_hugepages`` x size (RTE reads no other size: those fall back to
+the allocatable). Zones are in node-id order and resources in a fixed order (cpu, memory, hugepages by page
+size, devices by name) where the exporters emit Go map order.
 """
 
 from __future__ import annotations
@@ -59,10 +59,6 @@ MEMORY = "memory"
 HUGEPAGES_PREFIX = "hugepages-"
 ATTRIBUTE_POLICY = "topologyManagerPolicy"
 ATTRIBUTE_SCOPE = "topologyManagerScope"
-# scheduler-plugins' nodeconfig.AttributeMaxNUMANodes.
-ATTRIBUTE_MAX_NUMA_NODES = "topologyManagerMaxNUMANodes"
-ATTRIBUTE_OPTION_PREFIX = "topologyManagerOption"
-OPTION_MAX_ALLOWABLE_NUMA_NODES = "max-allowable-numa-nodes"
 # RTE annotates every object it writes with what triggered the scan: its ticker (periodic) or an event on
 # its notify file (reactive).
 ANNOTATION_RTE_UPDATE = "k8stopoawareschedwg/rte-update"
@@ -167,7 +163,7 @@ def zone_name(node_id: int) -> str:
     return f"node-{node_id}"
 
 
-def _is_memory(name: str) -> bool:
+def is_memory(name: str) -> bool:
     return name == MEMORY or name.startswith(HUGEPAGES_PREFIX)
 
 
@@ -211,7 +207,8 @@ def allocated_counters(pods: Iterable[v1.PodResources], cpu_numa: Mapping[int, i
     return counters
 
 
-def _resource_order(name: str) -> tuple[int, int, str]:
+def resource_order(name: str) -> tuple[int, int, str]:
+    """The fixed order of a zone's resources: cpu, memory, hugepages by page size, then devices by name."""
     if name == CPU:
         return (0, 0, name)
     if name == MEMORY:
@@ -248,7 +245,7 @@ def zones(
             counters = {CPU: 0}
         used = allocated.get(node.node_id, {})
         resources = []
-        for name in sorted(counters, key=_resource_order):
+        for name in sorted(counters, key=resource_order):
             alloc = counters[name]
             cap = capacity.get(name, 0)
             if cap == 0:
@@ -260,49 +257,57 @@ def zones(
     return tuple(out)
 
 
-def _camel(option: str) -> str:
-    """``prefer-closest-numa-nodes`` -> ``PreferClosestNumaNodes``."""
-    return "".join(part[:1].upper() + part[1:] for part in option.split("-") if part)
+# node-feature-discovery pkg/topologypolicy: (scope, policy) -> v1alpha2.TopologyManagerPolicy.
+_POD_SCOPE = {
+    "single-numa-node": "SingleNUMANodePodLevel",
+    "restricted": "RestrictedPodLevel",
+    "best-effort": "BestEffortPodLevel",
+}
+_CONTAINER_SCOPE = {
+    "single-numa-node": "SingleNUMANodeContainerLevel",
+    "restricted": "RestrictedContainerLevel",
+    "best-effort": "BestEffortContainerLevel",
+}
 
 
-def attributes(
-    fingerprint: str,
-    method: str,
-    policy: str,
-    scope: str,
-    options: Mapping[str, str],
-) -> tuple[AttributeInfo, ...]:
-    out = [
+def detect_topology_policy(policy: str, scope: str) -> str:
+    """``topologypolicy.DetectTopologyPolicy``: the deprecated ``topologyPolicies`` value nfd-topology-updater
+    writes (an unknown scope or policy is ``None``)."""
+    table = _POD_SCOPE if scope == "pod" else _CONTAINER_SCOPE if scope == "container" else {}
+    return table.get(policy, "None")
+
+
+def attributes(fingerprint: str, method: str, policy: str, scope: str) -> tuple[AttributeInfo, ...]:
+    """The scan's attributes (fingerprint, method), then ``makeAttributes``'s scope and policy: all RTE
+    writes. It publishes no Topology Manager policy options, so ``topologyManagerMaxNUMANodes`` stays unset
+    and NodeResourceTopologyMatch uses its default."""
+    return (
         AttributeInfo(ATTRIBUTE, fingerprint),
         AttributeInfo(ATTRIBUTE_METHOD, method),
         AttributeInfo(ATTRIBUTE_SCOPE, scope),
         AttributeInfo(ATTRIBUTE_POLICY, policy),
-    ]
-    for name, value in sorted(options.items()):
-        out.append(AttributeInfo(ATTRIBUTE_OPTION_PREFIX + _camel(name), value))
-    if OPTION_MAX_ALLOWABLE_NUMA_NODES in options:
-        out.append(AttributeInfo(ATTRIBUTE_MAX_NUMA_NODES, options[OPTION_MAX_ALLOWABLE_NUMA_NODES]))
-    return tuple(out)
+    )
+
+
+# The hugepage sizes RTE's updateNodeCapacity reads (sysinfo.HugepageSize2Mi, HugepageSize1Gi), in KiB.
+RTE_HUGEPAGE_SIZES_KIB = (2048, 1048576)
 
 
 def node_capacities(emulator: NodeEmulator) -> list[NodeCapacity]:
-    """Per NUMA node (id order): logical CPUs, memory and hugepage totals, distances.
-
-    ``memory`` is MemTotal minus the node's pre-allocated hugepages, which are their own resources.
-    """
+    """Per NUMA node (id order): logical CPUs, MemTotal, the 2Mi and 1Gi hugepage totals, distances."""
     machine = emulator.machine
     out = []
     for mem_node in sorted(machine.memory.nodes, key=lambda n: n.id):
         hugepages = {
             hugepage_resource_name(size_kib): size_kib * 1024 * pages
             for size_kib, pages in mem_node.hugepages.items()
-            if pages
+            if pages and size_kib in RTE_HUGEPAGE_SIZES_KIB
         }
         out.append(
             NodeCapacity(
                 node_id=mem_node.id,
                 num_cpus=len(machine.cpus_of([mem_node.id])),
-                memory={MEMORY: max(0, mem_node.memory - sum(hugepages.values())), **hugepages},
+                memory={MEMORY: mem_node.memory, **hugepages},
                 distances=machine.distances(mem_node.id),
             )
         )
@@ -337,8 +342,6 @@ def node_resource_topology(
             allocatable_counters(view.allocatable_resources(emulator), cpu_numa),
             allocated_counters(listing.response.pod_resources, cpu_numa),
         ),
-        attributes=attributes(
-            sign, method, cm.topology_manager_policy, cm.topology_manager_scope, cm.topology_manager_options
-        ),
+        attributes=attributes(sign, method, cm.topology_manager_policy, cm.topology_manager_scope),
         annotations={ANNOTATION: sign, ANNOTATION_RTE_UPDATE: update},
     )

@@ -11,18 +11,19 @@ import dataclasses
 from types import MappingProxyType
 
 from kubeletemu.emulator import NodeEmulator
-from kubeletemu.podresources import nrt, view
+from kubeletemu.podresources import nrt, nrt_nfd, view
 from kubeletemu.scheduler.framework import NodeInfo
 from kubeletemu.scheduler.koordinator.koordlet import koordlet_node_resource_topology
 from kubeletemu.scheduler.koordinator.koordlet_device import annotated_pods, koordlet_devices
 from kubeletemu.scheduler.objects import Cluster, Device, Node, NodeResourceTopology, from_node_side
 from kubeletemu.scheduler.profile import Profile, node_infos
 
-# Which exporter publishes the node's NRT: resource-topology-exporter (and nfd-topology-updater, the same
-# zones), which NodeResourceTopologyMatch reads; or koordlet, which Koordinator's NodeNUMAResource reads.
+# Which exporter publishes the node's NRT: resource-topology-exporter or nfd-topology-updater, which
+# NodeResourceTopologyMatch reads; or koordlet, which Koordinator's NodeNUMAResource reads.
 FLAVOUR_RTE = "rte"
 FLAVOUR_KOORDLET = "koordlet"
-FLAVOURS = (FLAVOUR_RTE, FLAVOUR_KOORDLET)
+FLAVOUR_NFD = "nfd"
+FLAVOURS = (FLAVOUR_RTE, FLAVOUR_KOORDLET, FLAVOUR_NFD)
 
 
 def node_info(emulator: NodeEmulator, flavour: str = FLAVOUR_RTE) -> NodeInfo:
@@ -34,6 +35,8 @@ def node_info(emulator: NodeEmulator, flavour: str = FLAVOUR_RTE) -> NodeInfo:
         reported = koordlet_devices(emulator)
         topology = koordlet_node_resource_topology(emulator)
         return NodeInfo(name, node, topology, annotated_pods(emulator, name, reported), reported.device)
+    if flavour == FLAVOUR_NFD:
+        return NodeInfo(name, node, from_node_side(nrt_nfd.nfd_node_resource_topology(emulator)), pods)
     if flavour != FLAVOUR_RTE:
         raise ValueError(f"exporter flavour {flavour!r}: expected one of {', '.join(FLAVOURS)}")
     return NodeInfo(name, node, from_node_side(nrt.node_resource_topology(emulator)), pods)
@@ -59,9 +62,12 @@ def with_node(emulator: NodeEmulator, cluster: Cluster, flavour: str = FLAVOUR_R
 
 def published(emulator: NodeEmulator, flavour: str, method: str, update: str) -> nrt.NodeResourceTopology:
     """The NRT the node's exporter publishes, as ``kubeletemu nrt`` prints it: RTE's (with ``method`` and
-    ``update``), or koordlet's (which has neither; its amounts are whole numbers)."""
+    ``update``), nfd-topology-updater's or koordlet's (which have neither; koordlet's amounts are whole
+    numbers)."""
     if flavour in ("", FLAVOUR_RTE):
         return nrt.node_resource_topology(emulator, method, update)
+    if flavour == FLAVOUR_NFD:
+        return nrt_nfd.nfd_node_resource_topology(emulator)
     if flavour != FLAVOUR_KOORDLET:
         raise ValueError(f"exporter flavour {flavour!r}: expected one of {', '.join(FLAVOURS)}")
     return to_node_side(koordlet_node_resource_topology(emulator))
@@ -69,8 +75,8 @@ def published(emulator: NodeEmulator, flavour: str, method: str, update: str) ->
 
 def published_device(emulator: NodeEmulator, flavour: str) -> Device | None:
     """The ``Device`` object published next to the NRT: koordlet's, when the node has devices Koordinator
-    knows; None otherwise and for RTE, which publishes none."""
-    if flavour in ("", FLAVOUR_RTE):
+    knows; None otherwise and for RTE and nfd-topology-updater, which publish none."""
+    if flavour in ("", FLAVOUR_RTE, FLAVOUR_NFD):
         return None
     if flavour != FLAVOUR_KOORDLET:
         raise ValueError(f"exporter flavour {flavour!r}: expected one of {', '.join(FLAVOURS)}")

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.upstream import build
+from tests.upstream import build, exporters
 from tests.upstream.controlplane import ControlPlane, Process
 from tests.upstream.pins import COMPONENTS
 
@@ -62,3 +62,10 @@ def kube_controller_manager(control_plane: ControlPlane) -> Iterator[Process]:
         yield process
     finally:
         control_plane.stop_process(process)
+
+
+@pytest.fixture(scope="session")
+def exporter_binaries() -> exporters.ExporterBinaries:
+    """resource-topology-exporter and nfd-topology-updater, built if absent (tests/upstream/exporters.py),
+    and the NodeResourceTopology CRD of the noderesourcetopology-api module."""
+    return exporters.ensure_all()

@@ -100,22 +100,15 @@ def test_quantities_are_decimal_si_canonical(value: int, text: str) -> None:
     assert nrt.quantity(value) == text
 
 
-def test_policy_options_become_attributes() -> None:
-    attributes = nrt.attributes(
-        "pfp0v001ef46db3751d8e999",
-        "all",
-        "restricted",
-        "pod",
-        {"prefer-closest-numa-nodes": "true", "max-allowable-numa-nodes": "16"},
-    )
+def test_attributes_are_rtes_without_policy_options() -> None:
+    """RTE v0.24.0 writes the scan's two attributes, then scope and policy: no policy options (nor
+    ``topologyManagerMaxNUMANodes``), whatever the kubelet configures."""
+    attributes = nrt.attributes("pfp0v001ef46db3751d8e999", "all", "restricted", "pod")
     assert [(a.name, a.value) for a in attributes] == [
         ("nodeTopologyPodsFingerprint", "pfp0v001ef46db3751d8e999"),
         ("nodeTopologyPodsFingerprintMethod", "all"),
         ("topologyManagerScope", "pod"),
         ("topologyManagerPolicy", "restricted"),
-        ("topologyManagerOptionMaxAllowableNumaNodes", "16"),
-        ("topologyManagerOptionPreferClosestNumaNodes", "true"),
-        ("topologyManagerMaxNUMANodes", "16"),
     ]
 
 

@@ -203,20 +203,31 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         help=f"a pinned minor or release (repeatable; default {max(PINS)}); 'all' for every pin",
     )
+    # The node topology exporters (tests/upstream/exporters.py) are pinned apart from Kubernetes: built
+    # once whatever --version says.
+    from tests.upstream import exporters
+
     parser.add_argument(
-        "--components", default=",".join(COMPONENTS), help="comma-separated (default: all of them)"
+        "--components",
+        default=",".join((*COMPONENTS, *exporters.COMPONENTS)),
+        help="comma-separated (default: all of them, the exporters "
+        f"{', '.join(exporters.COMPONENTS)} included)",
     )
     args = parser.parse_args(argv)
     versions = args.version or [None]
     if "all" in versions:
         versions = list(PINS)
-    components = [c for c in args.components.split(",") if c]
+    wanted = [c for c in args.components.split(",") if c]
+    components = [c for c in wanted if c not in exporters.COMPONENTS]
     try:
-        for version in versions:
+        for version in versions if components else []:
             started = time.monotonic()
             assets = ensure(version, components)
             _stderr(f"{', '.join(components)} ready in {time.monotonic() - started:.0f} s")
             print(assets.directory)
+        for pin in exporters.PINS:
+            if pin.component in wanted:
+                print(exporters.ensure_exporter(pin).parent)
     except (ValueError, MissingAssetsError, subprocess.CalledProcessError) as error:
         _stderr(str(error))
         return 1

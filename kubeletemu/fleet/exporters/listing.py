@@ -39,19 +39,8 @@ from kubeletemu.podresources.fingerprint import (
     compute,
     select_pods,
 )
+from kubeletemu.podresources.nrt import detect_topology_policy
 from kubeletemu.scheduler.objects import AttributeInfo, NodeResourceTopology, from_node_side
-
-# node-feature-discovery pkg/topologypolicy: (scope, policy) -> v1alpha2.TopologyManagerPolicy.
-_POD_SCOPE = {
-    "single-numa-node": "SingleNUMANodePodLevel",
-    "restricted": "RestrictedPodLevel",
-    "best-effort": "BestEffortPodLevel",
-}
-_CONTAINER_SCOPE = {
-    "single-numa-node": "SingleNUMANodeContainerLevel",
-    "restricted": "RestrictedContainerLevel",
-    "best-effort": "BestEffortContainerLevel",
-}
 
 
 def lists_every_known_pod(emulator: NodeEmulator) -> bool:
@@ -99,18 +88,10 @@ def rte_topology(
     topology = node_side.NodeResourceTopology(
         name=view.node_name(emulator.config),
         zones=zones,
-        attributes=node_side.attributes(
-            sign, method, cm.topology_manager_policy, cm.topology_manager_scope, cm.topology_manager_options
-        ),
+        attributes=node_side.attributes(sign, method, cm.topology_manager_policy, cm.topology_manager_scope),
         annotations={ANNOTATION: sign, node_side.ANNOTATION_RTE_UPDATE: update},
     )
     return from_node_side(topology)
-
-
-def detect_topology_policy(policy: str, scope: str) -> str:
-    """``topologypolicy.DetectTopologyPolicy``."""
-    table = _POD_SCOPE if scope == "pod" else _CONTAINER_SCOPE if scope == "container" else {}
-    return table.get(policy, "None")
 
 
 def nfd_topology(
