@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import json
 import os
+import ssl
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import httpx2
+import yaml
 from lightkube import ConfigError as LightkubeConfigError
 from lightkube import KubeConfig
 from lightkube.config.client_adapter import ConnectionParams
@@ -38,7 +40,12 @@ class KubeconfigError(Exception):
 
 
 class Unreachable(Exception):
-    """The API server did not answer (refused, reset, timed out): the caller retries later."""
+    """The API server did not answer (refused, reset, timed out, TLS refused): the caller retries later;
+    ``tls`` says the TLS handshake failed (a wrong CA or client certificate), which no retry mends."""
+
+    def __init__(self, message: str, *, tls: bool = False) -> None:
+        super().__init__(message)
+        self.tls = tls
 
 
 @dataclass
@@ -56,17 +63,17 @@ class ApiError(Exception):
 def load_kubeconfig(path: str | os.PathLike[str], context: str | None = None) -> Any:
     """The kubeconfig's context (lightkube's ``SingleConfig``); :class:`KubeconfigError` when the file is
     missing, not a kubeconfig, or names no usable context."""
+    if not os.path.isfile(path):
+        raise KubeconfigError(f"{path}: no such file")
     try:
         config = KubeConfig.from_file(path)
         single = config.get(context_name=context)
-    except FileNotFoundError:
-        raise KubeconfigError(f"{path}: no such file") from None
     except OSError as err:
         raise KubeconfigError(f"{path}: cannot read: {err.strerror or err}") from None
+    except yaml.YAMLError as err:
+        raise KubeconfigError(f"{path}: not YAML: {_one_line(str(err))}") from None
     except (LightkubeConfigError, ValueError, KeyError, TypeError, AttributeError) as err:
-        raise KubeconfigError(f"{path}: not a usable kubeconfig: {err}") from None
-    except Exception as err:  # a YAML error: the yaml module's classes are not all ValueErrors
-        raise KubeconfigError(f"{path}: not a usable kubeconfig: {type(err).__name__}: {err}") from None
+        raise KubeconfigError(f"{path}: not a usable kubeconfig: {_one_line(str(err))}") from None
     if single is None or single.cluster is None or not single.cluster.server:
         raise KubeconfigError(f"{path}: no current context with a cluster server")
     return single
@@ -92,7 +99,7 @@ class ApiServer:
         try:
             response = await self._client.request(method, path, **kwargs)
         except httpx2.TransportError as err:
-            raise Unreachable(f"{self.server}: {_transport_text(err)}") from None
+            raise Unreachable(f"{self.server}: {_transport_text(err)}", tls=tls_refused(err)) from None
         if response.status_code >= 400:
             raise _api_error(response.status_code, response.content)
         return response
@@ -136,7 +143,7 @@ class ApiServer:
         try:
             response = await self._client.send(request, stream=True)
         except httpx2.TransportError as err:
-            raise Unreachable(f"{self.server}: {_transport_text(err)}") from None
+            raise Unreachable(f"{self.server}: {_transport_text(err)}", tls=tls_refused(err)) from None
         try:
             if response.status_code >= 400:
                 raise _api_error(response.status_code, await response.aread())
@@ -151,7 +158,7 @@ class ApiServer:
                     )
                 yield kind, obj
         except httpx2.TransportError as err:
-            raise Unreachable(f"{self.server}: {_transport_text(err)}") from None
+            raise Unreachable(f"{self.server}: {_transport_text(err)}", tls=tls_refused(err)) from None
         finally:
             await response.aclose()
 
@@ -179,10 +186,24 @@ def _api_error(code: int, content: bytes) -> ApiError:
     return ApiError(code, "", text[0] if text else "")
 
 
-def _transport_text(err: httpx2.TransportError) -> str:
-    """The innermost cause (``[Errno 111] Connection refused``, a certificate error...), one line."""
-    cause: BaseException = err
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _innermost(err: BaseException) -> BaseException:
+    cause = err
     while cause.__cause__ is not None or cause.__context__ is not None:
         cause = cause.__cause__ or cause.__context__  # type: ignore[assignment]
-    text = str(cause) or type(cause).__name__
-    return " ".join(text.split())
+    return cause
+
+
+def _transport_text(err: httpx2.TransportError) -> str:
+    """The innermost cause (``[Errno 111] Connection refused``, a certificate error...), one line."""
+    cause = _innermost(err)
+    return _one_line(str(cause) or type(cause).__name__)
+
+
+def tls_refused(err: BaseException) -> bool:
+    """Whether a request failed on TLS (a wrong CA, a client certificate refused): the kubeconfig's fault,
+    not the network's."""
+    return isinstance(_innermost(err), ssl.SSLError)

@@ -91,6 +91,8 @@ async def connect(options: RunOptions) -> ApiServer:
         await api.probe()
     except Unreachable as err:
         await api.close()
+        if err.tls:
+            raise StartError(f"the kubeconfig's TLS settings do not fit the API server: {err}") from None
         raise StartError(f"cannot reach the API server: {err}", unreachable=True) from None
     except ApiError as err:
         if err.code != 404:  # the namespace may not exist yet: the credentials were accepted
@@ -112,17 +114,19 @@ class NodesRun:
         self._lock = StateDirLock(options.state_dir)
 
     def prepare(self) -> None:
-        """Lock the state directory and build (restore) every node; nothing talks to the API server yet."""
+        """Lock the state directory; nothing is read from it yet."""
         try:
             self._lock.acquire(f"pid {os.getpid()}, kubeletemu nodes")
         except StateDirInUseError as err:
             raise StartError(f"--state-dir: {err}") from None
-        self._emulators = build_emulators(self.spec, Path(self.options.state_dir))
 
     async def run(self, on_ready: Callable[[NodesRun], None] | None = None) -> None:
+        """Connect (a wrong kubeconfig fails here, before any node is built), restore every node from its
+        state directory, then run them all."""
         self.api = api = await connect(self.options)
         try:
-            for position, (name, group, emulator) in enumerate(self._emulators):
+            emulators = build_emulators(self.spec, Path(self.options.state_dir))
+            for position, (name, group, emulator) in enumerate(emulators):
                 member = NodeMember(
                     name, self.spec.groups[group], emulator, api, node_address(position), self.spec.seed
                 )
