@@ -60,6 +60,7 @@ def cmd_nodes(args: argparse.Namespace) -> int:
         kubeconfig=args.kubeconfig or default_kubeconfig(),
         state_dir=args.state_dir or default_state_dir(),
         context=args.context,
+        podresources_dir=args.podresources_dir,
     )
     run = NodesRun(spec, options)
     try:
@@ -91,6 +92,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="DIR",
         help="each node's checkpoints and admitted pods, in DIR/<node> (locked while running; default "
         "$XDG_STATE_HOME/kubeletemu/nodes)",
+    )
+    nodes.add_argument(
+        "--podresources-dir",
+        metavar="DIR",
+        help="also serve each node's podresources API on DIR/<node>/kubelet.sock (for an exporter per node)",
     )
     nodes.add_argument(
         "--log-level",

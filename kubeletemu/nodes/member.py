@@ -36,7 +36,7 @@ from typing import Any
 
 import structlog
 
-from kubeletemu.emulator import AdmissionReport, NodeEmulator, PodExistsError, PodNotFoundError
+from kubeletemu.emulator import AdmissionReport, EmulatorError, NodeEmulator, PodNotFoundError
 from kubeletemu.fleet.workload import stable_seed
 from kubeletemu.manifest import ManifestError, pod_from_manifest
 from kubeletemu.nodes import objects
@@ -370,8 +370,9 @@ class NodeMember:
             return
         try:
             report = self.emulator.admit(pod)
-        except PodExistsError as err:
+        except (EmulatorError, OSError) as err:  # a same-named pod still held; a disk error
             log.error("pod not admitted", node=self.name, pod=_key(raw), error=str(err))
+            self._rejected.add(uid)
             return
         qos = self._qos(raw, report)
         if report.admitted:

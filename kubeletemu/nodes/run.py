@@ -18,6 +18,7 @@ import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import uvloop
 
@@ -30,6 +31,9 @@ from kubeletemu.nodes.member import NodeMember
 from kubeletemu.nodes.spec import NodesSpec
 from kubeletemu.registry import RegistryError
 from kubeletemu.simulate.errors import SimulationError
+
+if TYPE_CHECKING:
+    from kubeletemu.nodes.podresources import NodeSockets
 
 # Each node's InternalIP, in order: an address no route leads to (no kubelet API is served here).
 FIRST_ADDRESS = ipaddress.IPv4Address("10.128.0.1")
@@ -48,6 +52,7 @@ class RunOptions:
     kubeconfig: str
     state_dir: str
     context: str | None = None
+    podresources_dir: str | None = None  # each node's podresources socket in DIR/<node>/kubelet.sock
 
 
 def node_address(index: int) -> str:
@@ -131,13 +136,31 @@ class NodesRun:
                     name, self.spec.groups[group], emulator, api, node_address(position), self.spec.seed
                 )
                 self.members.append(member)
-            async with asyncio.TaskGroup() as tasks:
-                for member in self.members:
-                    tasks.create_task(self._member(member))
-                if on_ready is not None:
-                    tasks.create_task(self._announce(on_ready))
+            sockets = await self._serve_podresources(emulators)
+            try:
+                async with asyncio.TaskGroup() as tasks:
+                    for member in self.members:
+                        tasks.create_task(self._member(member))
+                    if on_ready is not None:
+                        tasks.create_task(self._announce(on_ready))
+            finally:
+                if sockets is not None:
+                    await sockets.stop()
         finally:
             await api.close()
+
+    async def _serve_podresources(self, emulators: list[tuple[str, int, NodeEmulator]]) -> NodeSockets | None:
+        if self.options.podresources_dir is None:
+            return None
+        from kubeletemu.nodes.podresources import NodeSockets, SocketError
+
+        sockets = NodeSockets(self.options.podresources_dir)
+        try:
+            await sockets.start([(name, emulator) for name, _, emulator in emulators])
+        except SocketError as err:
+            await sockets.stop()
+            raise StartError(str(err)) from None
+        return sockets
 
     async def _member(self, member: NodeMember) -> None:
         try:
