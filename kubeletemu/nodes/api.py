@@ -72,7 +72,9 @@ def load_kubeconfig(path: str | os.PathLike[str], context: str | None = None) ->
         raise KubeconfigError(f"{path}: cannot read: {err.strerror or err}") from None
     except yaml.YAMLError as err:
         raise KubeconfigError(f"{path}: not YAML: {_one_line(str(err))}") from None
-    except (LightkubeConfigError, ValueError, KeyError, TypeError, AttributeError) as err:
+    except KeyError as err:
+        raise KubeconfigError(f"{path}: not a usable kubeconfig: no {err.args[0]!r} entry") from None
+    except (LightkubeConfigError, ValueError, TypeError, AttributeError) as err:
         raise KubeconfigError(f"{path}: not a usable kubeconfig: {_one_line(str(err))}") from None
     if single is None or single.cluster is None or not single.cluster.server:
         raise KubeconfigError(f"{path}: no current context with a cluster server")
