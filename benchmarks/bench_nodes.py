@@ -26,8 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import yaml
 
+from tests.e2e.test_nodes import nodes_file
 from tests.upstream import build
 from tests.upstream.controlplane import ControlPlane
 
@@ -37,15 +37,6 @@ KUBELET_CONFIG = {
     "topologyManagerPolicy": "single-numa-node",
     "cpuManagerPolicy": "static",
     "reservedSystemCPUs": "0",
-}
-TOPOLOGY = {
-    "synthetic": {
-        "sockets": 2,
-        "coresPerSocket": 4,
-        "threadsPerCore": 2,
-        "nodesPerSocket": 1,
-        "memoryGiBPerNode": 16,
-    }
 }
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -66,22 +57,7 @@ def run_one(
     plane: ControlPlane, workdir: Path, count: int, steady: float, pods_per_node: int
 ) -> dict[str, float]:
     group = f"b{count}"
-    spec = {
-        "apiVersion": "kubeletemu.io/v1alpha1",
-        "kind": "Nodes",
-        "nodeGroups": [
-            {
-                "name": group,
-                "count": count,
-                "topology": TOPOLOGY,
-                "config": KUBELET_CONFIG,
-                "labels": {"bench": group},
-                "startupLatency": {"fixed": "1s"},
-            }
-        ],
-    }
-    path = workdir / f"{group}.yaml"
-    path.write_text(yaml.safe_dump(spec))
+    path = nodes_file(workdir, group, count, KUBELET_CONFIG, label="bench", latency="1s")
     err = workdir / f"{group}.err"
     argv = [
         sys.executable,

@@ -33,6 +33,7 @@ from kubeletemu.config import parse_config
 from kubeletemu.emulator import NodeEmulator
 from kubeletemu.nodes.objects import resource_list
 from kubeletemu.nodes.spec import load_nodes
+from tests.e2e.test_control_plane import _wait_for
 from tests.upstream.controlplane import ControlPlane, Process
 
 pytestmark = pytest.mark.slow
@@ -55,15 +56,18 @@ REFUSAL = "Pod was rejected: Resources cannot be allocated with Topology localit
 
 
 def wait_for(what: str, probe: Callable[[], Any], timeout: float = WAIT) -> Any:
-    deadline = time.monotonic() + timeout
-    while (value := probe()) is None:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not after {timeout:.0f} s")
-        time.sleep(0.5)
-    return value
+    return _wait_for(what, probe, timeout)
 
 
-def nodes_file(directory: Path, group: str, count: int = 1) -> Path:
+def nodes_file(
+    directory: Path,
+    group: str,
+    count: int = 1,
+    config: dict[str, Any] = KUBELET_CONFIG,
+    label: str = "kubeletemu-e2e",
+    latency: str = "500ms",
+) -> Path:
+    """A Nodes file of one group (its nodes labelled ``label: group``), kubelet 1.36."""
     spec = {
         "apiVersion": "kubeletemu.io/v1alpha1",
         "kind": "Nodes",
@@ -72,10 +76,10 @@ def nodes_file(directory: Path, group: str, count: int = 1) -> Path:
                 "name": group,
                 "count": count,
                 "topology": TOPOLOGY,
-                "config": KUBELET_CONFIG,
-                "labels": {"kubeletemu-e2e": group},
+                "config": config,
+                "labels": {label: group},
                 "kubeletVersion": "1.36",
-                "startupLatency": {"fixed": "500ms"},
+                "startupLatency": {"fixed": latency},
             }
         ],
     }
