@@ -36,6 +36,7 @@ from typing import Any
 
 import structlog
 
+from kubeletemu.checkpointmanager import CheckpointWriter, PendingWrites, deferred_writes
 from kubeletemu.emulator import AdmissionReport, EmulatorError, NodeEmulator, PodNotFoundError
 from kubeletemu.fleet.workload import stable_seed
 from kubeletemu.manifest import ManifestError, pod_from_manifest
@@ -131,6 +132,7 @@ class NodeMember:
         address: str,
         seed: int = 1,
         clock: Callable[[], datetime.datetime] = objects.utc_now,
+        writer: CheckpointWriter | None = None,
     ) -> None:
         self.name = name
         self.group = group
@@ -139,6 +141,7 @@ class NodeMember:
         self.address = address
         self.seed = seed
         self.clock = clock
+        self.disk = writer if writer is not None else CheckpointWriter(f"nodes-writer-{name}")
         self.uid = ""
         self.registered = asyncio.Event()
         self.synced = asyncio.Event()  # the first list of its pods handled
@@ -152,7 +155,7 @@ class NodeMember:
         self._labels = dict(group.group.labels)
         self._version = emulator.config.emulator.kubelet_version
         gates = effective_gates(self._version, emulator.config.kubelet.feature_gates)
-        self.writer = objects.PodWriter(
+        self.statuses = objects.PodWriter(
             address,
             observed_generation=gates.get("PodObservedGenerationTracking", False),
             ready_to_start=gates.get("PodReadyToStartContainersCondition", False),
@@ -369,17 +372,20 @@ class NodeMember:
             self._rejected.add(uid)
             return
         try:
-            report = self.emulator.admit(pod)
-        except (EmulatorError, OSError) as err:  # a same-named pod still held; a disk error
+            with deferred_writes() as pending:
+                report = self.emulator.admit(pod)
+        except EmulatorError as err:  # a pod of the same name is still held here
             log.error("pod not admitted", node=self.name, pod=_key(raw), error=str(err))
             self._rejected.add(uid)
             return
         qos = self._qos(raw, report)
+        durable = self._persist(pending)  # a refusal may have rewritten a file too: disk follows memory
         if report.admitted:
             self.stats.admitted += 1
             log.info("pod admitted", node=self.name, pod=_key(raw), uid=uid)
-            self._spawn(uid, self._start(raw, qos))
+            self._spawn(uid, self._start(raw, qos, durable))
             return
+        self._background_task(self._logged(durable))
         self.stats.rejected += 1
         self.stats.reasons[report.reason] = self.stats.reasons.get(report.reason, 0) + 1
         self._rejected.add(uid)
@@ -400,11 +406,18 @@ class NodeMember:
         self._finishing.add(uid)
         self._spawn(uid, self._finish(raw, self._qos(raw)))
 
+    def _persist(self, pending: PendingWrites) -> asyncio.Future[None]:
+        """The state files an admission or removal changed, handed to the shared writer (one thread, in
+        order, fsyncs shared): the event loop, which runs every node, never waits on the disk."""
+        return asyncio.wrap_future(self.disk.submit(pending.freeze()))
+
     def _release(self, uid: str, why: str) -> None:
         try:
-            pod = self.emulator.remove(uid)
+            with deferred_writes() as pending:
+                pod = self.emulator.remove(uid)
         except PodNotFoundError:
             return
+        self._background_task(self._logged(self._persist(pending)))
         self.stats.released += 1
         log.info("pod released", node=self.name, pod=f"{pod.namespace}/{pod.name}", uid=uid, why=why)
         task = self._tasks.pop(uid, None)
@@ -444,14 +457,24 @@ class NodeMember:
         await with_retries(lambda: self.api.patch(path, body))
         self.stats.status_writes += 1
 
-    async def _start(self, raw: JSON, qos: str) -> None:
+    async def _logged(self, durable: Awaitable[None]) -> None:
+        try:
+            await durable
+        except Exception as err:  # the disk refused: the node goes on from memory, as the kubelet would
+            log.error("state not written", node=self.name, error=str(err))
+
+    async def _start(self, raw: JSON, qos: str, durable: Awaitable[None] | None = None) -> None:
+        """Pending once the admission's state files are durable (the kubelet checkpoints before it starts
+        anything), then Running after the group's start-up latency."""
         uid = str(_meta(raw).get("uid"))
+        if durable is not None:
+            await self._logged(durable)
         shown = (raw.get("status") or {}).get("startTime")
         started = _parse_time(shown) if shown else self.clock()
-        await self._write_status(raw, self.writer.pending(raw, qos, started))
+        await self._write_status(raw, self.statuses.pending(raw, qos, started))
         rng = random.Random(stable_seed("startup", self.seed, self.name, uid))
         await asyncio.sleep(self.group.startup_latency.draw(rng) or 0.0)
-        await self._write_status(raw, self.writer.running(raw, qos, started, self.clock()))
+        await self._write_status(raw, self.statuses.running(raw, qos, started, self.clock()))
         log.info("pod running", node=self.name, pod=_key(raw), uid=uid)
 
     async def _reject(self, raw: JSON, qos: str, report: AdmissionReport) -> None:
@@ -480,7 +503,7 @@ class NodeMember:
             shown = (raw.get("status") or {}).get("startTime")
             started = _parse_time(shown) if shown else self.clock()
             try:
-                await self._write_status(raw, self.writer.terminated(raw, qos, started, self.clock()))
+                await self._write_status(raw, self.statuses.terminated(raw, qos, started, self.clock()))
             except ApiError as err:
                 if err.code not in (404, 409):
                     raise

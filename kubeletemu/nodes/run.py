@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 import uvloop
 
+from kubeletemu.checkpointmanager import CheckpointWriter
 from kubeletemu.config import ConfigError
 from kubeletemu.daemon.state_lock import StateDirInUseError, StateDirLock
 from kubeletemu.emulator import EmulatorError, NodeEmulator
@@ -117,6 +118,9 @@ class NodesRun:
         self.members: list[NodeMember] = []
         self.api: ApiServer | None = None
         self._lock = StateDirLock(options.state_dir)
+        # Every node's state files go through one writer thread, which shares the fsyncs of concurrent
+        # admissions (kubeletemu.checkpointmanager.writer).
+        self.writer = CheckpointWriter("kubeletemu-nodes-writer")
 
     def prepare(self) -> None:
         """Lock the state directory; nothing is read from it yet."""
@@ -133,7 +137,13 @@ class NodesRun:
             emulators = build_emulators(self.spec, Path(self.options.state_dir))
             for position, (name, group, emulator) in enumerate(emulators):
                 member = NodeMember(
-                    name, self.spec.groups[group], emulator, api, node_address(position), self.spec.seed
+                    name,
+                    self.spec.groups[group],
+                    emulator,
+                    api,
+                    node_address(position),
+                    self.spec.seed,
+                    writer=self.writer,
                 )
                 self.members.append(member)
             sockets = await self._serve_podresources(emulators)
@@ -175,6 +185,7 @@ class NodesRun:
         on_ready(self)
 
     def close(self) -> None:
+        self.writer.close()  # what is queued is written first
         self._lock.release()
 
 
