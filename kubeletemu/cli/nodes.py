@@ -5,6 +5,7 @@ each admitting pods as the kubelet of its version would (:mod:`kubeletemu.nodes`
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from typing import TYPE_CHECKING
@@ -56,6 +57,8 @@ def cmd_nodes(args: argparse.Namespace) -> int:
     except NodesError as err:
         fail(str(err))
     configure_logging(args.log_level)
+    # httpx2 logs every request at info: thousands a minute for many nodes. Its warnings still show.
+    logging.getLogger("httpx2").setLevel(max(logging.WARNING, logging.getLogger().level))
     options = RunOptions(
         kubeconfig=args.kubeconfig or default_kubeconfig(),
         state_dir=args.state_dir or default_state_dir(),
