@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -41,6 +42,29 @@ KUBELET_CONFIG = {
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
+@dataclass
+class Cluster:
+    """A cluster already running: its kubeconfig and a kubectl (what the measurement uses of a plane)."""
+
+    kubeconfig: Path
+    kubectl_path: str
+
+    def kubectl(
+        self, *args: str, input: str | None = None, check: bool = True, timeout: float = 60
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [self.kubectl_path, f"--kubeconfig={self.kubeconfig}", *args],
+            input=input,
+            capture_output=True,
+            text=True,
+            check=check,
+            timeout=timeout,
+        )
+
+    def stop(self) -> None:
+        pass
+
+
 def rss_bytes(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -54,7 +78,7 @@ def cpu_seconds(pid: int) -> float:
 
 
 def run_one(
-    plane: ControlPlane, workdir: Path, count: int, steady: float, pods_per_node: int
+    plane: ControlPlane | Cluster, workdir: Path, count: int, steady: float, pods_per_node: int
 ) -> dict[str, float]:
     group = f"b{count}"
     path = nodes_file(workdir, group, count, KUBELET_CONFIG, label="bench", latency="1s")
@@ -169,8 +193,14 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, nargs="+", default=[1, 100])
     parser.add_argument("--steady", type=float, default=60.0)
     parser.add_argument("--pods-per-node", type=int, default=1)
+    parser.add_argument("--kubeconfig", help="a running cluster's instead of starting the loopback one")
+    parser.add_argument("--kubectl", default="kubectl", help="with --kubeconfig: the kubectl to call")
     args = parser.parse_args()
-    plane = ControlPlane.start(build.ensure(None))
+    plane: ControlPlane | Cluster = (
+        Cluster(Path(args.kubeconfig), args.kubectl)
+        if args.kubeconfig
+        else ControlPlane.start(build.ensure(None))
+    )
     rows = []
     try:
         with tempfile.TemporaryDirectory(prefix="bench-nodes-") as tmp:
