@@ -36,6 +36,8 @@ from kubeletemu.simulate.errors import SimulationError
 if TYPE_CHECKING:
     from kubeletemu.nodes.podresources import NodeSockets
 
+# Nodes starting together (registering, listing their pods): see NodesRun._member.
+STARTING_AT_ONCE = 16
 # Each node's InternalIP, in order: an address no route leads to (no kubelet API is served here).
 FIRST_ADDRESS = ipaddress.IPv4Address("10.128.0.1")
 
@@ -121,6 +123,7 @@ class NodesRun:
         # Every node's state files go through one writer thread, which shares the fsyncs of concurrent
         # admissions (kubeletemu.checkpointmanager.writer).
         self.writer = CheckpointWriter("kubeletemu-nodes-writer")
+        self._starting = asyncio.Semaphore(STARTING_AT_ONCE)
 
     def prepare(self) -> None:
         """Lock the state directory; nothing is read from it yet."""
@@ -173,8 +176,16 @@ class NodesRun:
         return sockets
 
     async def _member(self, member: NodeMember) -> None:
+        """One node; its start (registration, first Lease, first list of its pods, each a new connection
+        and TLS handshake) waits its turn among ``STARTING_AT_ONCE``: a thousand nodes starting at once
+        time out on their own handshakes."""
         try:
-            await member.run()
+            async with self._starting:
+                running = asyncio.create_task(member.run())
+                synced = asyncio.create_task(member.synced.wait())
+                await asyncio.wait({running, synced}, return_when=asyncio.FIRST_COMPLETED)
+                synced.cancel()
+            await running
         except ApiError as err:  # an answer retrying cannot change (403: the credentials may not do it)
             server = self.api.server if self.api is not None else "the API server"
             raise StartError(f"node {member.name}: {server} refused: {err}") from None
