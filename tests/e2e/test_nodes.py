@@ -33,6 +33,7 @@ from kubeletemu.config import parse_config
 from kubeletemu.emulator import NodeEmulator
 from kubeletemu.nodes.objects import resource_list
 from kubeletemu.nodes.spec import load_nodes
+from kubeletemu.quantity import Quantity
 from tests.e2e.test_control_plane import _wait_for
 from tests.upstream.controlplane import ControlPlane, Process
 
@@ -204,6 +205,10 @@ def node_ready(plane: ControlPlane, name: str) -> dict[str, Any] | None:
     return node if ready and ready[0]["status"] == "True" else None
 
 
+def amounts(resources: dict[str, str]) -> dict[str, object]:
+    return {name: Quantity.parse(text).amount for name, text in resources.items()}
+
+
 def renewed(plane: ControlPlane, node: str, before: dict[str, Any]) -> bool | None:
     lease = get(plane, "lease", node, "kube-node-lease")
     return True if lease is not None and lease["spec"]["renewTime"] != before["spec"]["renewTime"] else None
@@ -222,8 +227,12 @@ def test_nodes_join_ready_with_the_kubelets_capacity(
     emulator = NodeEmulator(parse_config(yaml.safe_dump(KUBELET_CONFIG)), member.group.topology.machine())
     for name in (f"{group}-000", f"{group}-001"):
         node = wait_for(f"{name} Ready", lambda name=name: node_ready(cluster, name))
-        assert node["status"]["allocatable"] == resource_list(emulator.allocatable.allocatable)
-        assert node["status"]["capacity"] == resource_list(emulator.allocatable.capacity)
+        # Compared as amounts: the API server re-reads a plain number as DecimalSI ("96636764000" comes
+        # back "96636764k"), as it does the real kubelet's.
+        assert amounts(node["status"]["allocatable"]) == amounts(
+            resource_list(emulator.allocatable.allocatable)
+        )
+        assert amounts(node["status"]["capacity"]) == amounts(resource_list(emulator.allocatable.capacity))
         assert node["status"]["allocatable"]["cpu"] == "15"
         assert node["status"]["nodeInfo"]["kubeletVersion"] == "v1.36.0-kubeletemu"
         assert node["metadata"]["labels"]["kubeletemu-e2e"] == group
