@@ -566,6 +566,17 @@ def _positive_int(where: _Where, path: str, value: Any) -> int:
     return number
 
 
+def parse_node_groups(source: str, base_dir: str | os.PathLike[str], raw: Any) -> tuple[NodeGroupSpec, ...]:
+    """A ``nodeGroups`` list as a Fleet file has it, for the other files that describe nodes
+    (``kubeletemu nodes``' ``kind: Nodes``); errors are :class:`FleetError` naming ``source``."""
+    return _node_groups(_Where(source), Path(base_dir), raw)
+
+
+def parse_distribution(source: str, path: str, raw: Any, *, allow_zero: bool = False) -> Distribution:
+    """A duration distribution as ``workload.startupLatency`` has it (``{uniform: [1s, 3s]}``...)."""
+    return _distribution(_Where(source), path, raw, allow_zero=allow_zero)
+
+
 def _node_groups(where: _Where, base: Path, raw: Any) -> tuple[NodeGroupSpec, ...]:
     items = read.sequence(where, "nodeGroups", raw)
     if not items:
