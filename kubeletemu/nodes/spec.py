@@ -50,6 +50,7 @@ from kubeletemu.fleet.spec import (
     parse_node_groups,
 )
 from kubeletemu.fleet.spec import KIND as FLEET_KIND
+from kubeletemu.manifest.documents import YAMLSyntaxError, yaml_documents
 from kubeletemu.simulate.errors import SimulationError
 from kubeletemu.simulate.spec import one_document, read_text
 
@@ -209,8 +210,8 @@ def _duration(where: _Where, path: str, raw: Any) -> float:
 def _kind(text: str) -> object:
     """The first document's ``kind`` (None when the text is not a YAML mapping: the parser says why)."""
     try:
-        documents = read.yaml_documents(text)
-    except read.YAMLSyntaxError:
+        documents = yaml_documents(text)
+    except YAMLSyntaxError:
         return None
     first = next((d for d in documents if d is not None), None)
     return first.get("kind") if isinstance(first, Mapping) else None
