@@ -19,7 +19,10 @@ PACKAGE = Path(__file__).resolve().parents[1] / "kubeletemu"
 
 # Who may import a top layer: the layer itself and what runs it.
 TOP_LAYERS = {
-    "kubeletemu.daemon": ("kubeletemu.daemon", "kubeletemu.cli"),
+    # kubeletemu nodes is a server process beside the daemon: it serves podresources and locks its state
+    # directory with the daemon's own socket and lock helpers, and only the CLI starts it.
+    "kubeletemu.daemon": ("kubeletemu.daemon", "kubeletemu.cli", "kubeletemu.nodes"),
+    "kubeletemu.nodes": ("kubeletemu.nodes", "kubeletemu.cli"),
     # protogen writes the CLI's wire schema with the CLI's generator (a build step, not the library).
     "kubeletemu.cli": ("kubeletemu.cli", "kubeletemu.__main__", "kubeletemu.protogen"),
 }
