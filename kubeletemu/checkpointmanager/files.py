@@ -66,7 +66,9 @@ def make_directories(path: str | os.PathLike[str], mode: int = DIRECTORY_MODE) -
     except FileExistsError:
         if target.is_dir():  # made meanwhile by another thread or process
             return
-        raise
+        # A file where a directory of the path should be: mkdir(2) of a path through it says ENOTDIR,
+        # where "File exists" would read like another daemon's.
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(target)) from None
     os.chmod(target, mode)  # only ever narrowed by the umask above: no window with more access
 
 

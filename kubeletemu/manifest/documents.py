@@ -151,13 +151,14 @@ def _json_document(text: str, source: str | None, limits: Limits) -> list[Any] |
     # values are counted first. Every value but a container's first follows a comma or a colon, so the
     # count of those (and of openings) bounds the count of values; only above the bound are they counted
     # exactly, token by token, which lets other threads run.
-    budget = limits.max_nodes
-    if budget is not None and text.count(",") + text.count(":") + text.count("[") + text.count("{") > budget:
-        _count_json_values(text, source, budget)
+    # Nesting first: the value count below names where its bound was crossed, a path as deep as the text.
     # The scan runs only when the text has enough brackets to matter.
     if text.count("[") + text.count("{") > MAX_DEPTH and json_depth(text) > MAX_DEPTH:
         where = f"{source}: " if source else ""
         raise ManifestError(f"{where}invalid JSON: nested more than {MAX_DEPTH} levels deep")
+    budget = limits.max_nodes
+    if budget is not None and text.count(",") + text.count(":") + text.count("[") + text.count("{") > budget:
+        _count_json_values(text, source, budget)
     try:
         if _LONG_DIGITS.search(text):
             return [json.loads(text, parse_int=_integer)]

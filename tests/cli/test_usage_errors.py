@@ -83,8 +83,8 @@ def test_a_misspelled_flag_is_named_not_the_missing_one(tmp_path: Path) -> None:
             "kubeletemu: --update: invalid choice: 'sometimes' (choose from 'periodic', 'reactive')",
         ),
         (
-            ("schedule", "-f", "pod.yaml", "--flavour", "nfd"),
-            "kubeletemu: --flavour: invalid choice: 'nfd' (choose from 'rte', 'koordlet')",
+            ("schedule", "-f", "pod.yaml", "--flavour", "nrt-exporter"),
+            "kubeletemu: --flavour: invalid choice: 'nrt-exporter' (choose from 'rte', 'koordlet', 'nfd')",
         ),
         (
             ("fleet", "-f", "fleet.yaml", "--workers", "many"),

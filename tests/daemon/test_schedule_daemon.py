@@ -163,5 +163,5 @@ def test_nrt_in_koordlets_flavour_feeds_koordinator(make_daemon: MakeDaemon, tmp
     assert out.returncode == 0, out.stderr
     [node] = json.loads(out.stdout)["nodes"]
     assert node["fits"] is True and node["score"] is not None
-    bad = cli("nrt", "--flavour", "nfd")
+    bad = cli("nrt", "--flavour", "nrt-exporter")
     assert bad.returncode == 2 and "invalid choice" in bad.stderr
