@@ -10,19 +10,25 @@ from kubeletemu.cli.common import OUTPUTS, fail
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
-    import yaml
-
+    """Probes here, not through ``hostprobe``'s own ``main``, so that every output's errors read as the
+    other commands' (``kubeletemu: <reason>``, exit 2)."""
     import hostprobe
-    from hostprobe.__main__ import main as probe_main
+    from hostprobe.render import render_table
 
-    if args.output != "yaml":
-        argv = ["--sysfs-root", args.sysfs_root, "--procfs-root", args.procfs_root]
-        return probe_main([*argv, "--json"] if args.output == "json" else argv)
     try:
         topology = hostprobe.probe(args.sysfs_root, args.procfs_root)
     except hostprobe.ProbeError as err:
         fail(str(err))
-    sys.stdout.write(yaml.safe_dump(json.loads(json.dumps(topology.to_json_dict())), sort_keys=False))
+    except OSError as err:
+        fail(f"{err.filename or ''}: {err.strerror or err}")
+    if args.output == "table":
+        sys.stdout.write(render_table(topology))
+    elif args.output == "json":
+        sys.stdout.write(json.dumps(topology.to_json_dict(), indent=2) + "\n")
+    else:
+        import yaml
+
+        sys.stdout.write(yaml.safe_dump(json.loads(json.dumps(topology.to_json_dict())), sort_keys=False))
     return 0
 
 
