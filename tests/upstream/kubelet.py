@@ -250,8 +250,10 @@ class StandaloneKubelet:
         raise AssertionError(f"pod {name} still {pod} after {ADMISSION_TIMEOUT:.0f} s:\n{self.tail()}")
 
     def cpu_assignments(self) -> dict[str, dict[str, list[int]]]:
-        """The CPU manager checkpoint's exclusive CPUs: pod UID -> container -> CPU ids."""
-        data = json.loads(json.loads((self.root / "cpu_manager_state").read_text())["data"])
+        """The CPU manager checkpoint's exclusive CPUs: pod UID -> container -> CPU ids (a V4 file, 1.37's,
+        wraps its content in ``data``; older ones hold it at the top)."""
+        checkpoint = json.loads((self.root / "cpu_manager_state").read_text())
+        data = json.loads(checkpoint["data"]) if "data" in checkpoint else checkpoint
         return {
             uid: {container: _cpu_list(cpus) for container, cpus in containers.items()}
             for uid, containers in data.get("entries", {}).items()
