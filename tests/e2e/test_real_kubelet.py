@@ -1,15 +1,16 @@
-"""The real kubelet (standalone, over the fake CRI of tests/upstream/kubelet.py) against kubeletemu here.
+"""The real kubelet (over the fake CRI of tests/upstream/kubelet.py) against kubeletemu on this host.
 
-Static pods made for this machine (2 CPUs, CPU 0 reserved: one exclusive CPU; one NUMA node) go to the
-kubelet one at a time; each answer (admitted or rejected, reason, message, exclusive CPU ids) must be
-kubeletemu's for the same pods in the same order, on a daemon given the kubelet's own configuration file.
-Then ``kubeletemu serve --shadow`` mirrors the kubelet from its root directory and podresources socket, and
-its self-check must agree with every assignment.
+Pods made for this machine (2 CPUs, CPU 0 reserved: one exclusive CPU; one NUMA node) go to the kubelet one
+at a time, as static pods (standalone) or as API pods bound to its node (registered with the test API
+server); each answer (admitted or rejected, reason, message, exclusive CPU ids) must be kubeletemu's for the
+same pods in the same order, on a daemon given the kubelet's own configuration file. Then ``kubeletemu serve
+--shadow`` mirrors the kubelet from its root directory and podresources socket, and its self-check must
+agree with every assignment.
 
 Static pods are critical pods to the kubelet (``IsCriticalPod``: a static pod is critical): one that fails
 the node's resource fit makes the kubelet try to preempt (pkg/kubelet/preemption/preemption.go), and the
 answer is ``UnexpectedAdmissionError`` about preemption where kubeletemu, which does not emulate critical
-pods, says ``OutOfcpu``. That one known difference is asserted as such.
+pods, says ``OutOfcpu``. That one known difference is asserted as such; API pods agree at every step.
 """
 
 from __future__ import annotations
@@ -30,11 +31,13 @@ import yaml
 from tests.daemon.daemon_process import DaemonProcess
 from tests.e2e.conftest import VERSION_ENV
 from tests.upstream import build
-from tests.upstream.kubelet import NODE_NAME, StandaloneKubelet
+from tests.upstream.controlplane import ControlPlane
+from tests.upstream.kubelet import NODE_NAME, KubeletPod, StandaloneKubelet
 from tests.upstream.pins import pin_for
 
 pytestmark = pytest.mark.slow
 
+API_NAMESPACE = "realkubelet"
 REJECTED_PREFIX = "Pod was rejected: "  # the kubelet's rejectPod prefixes every admission message
 PREEMPTION_FAILED = (
     "Unexpected error while attempting to recover from admission failure: preemption: error finding a set "
@@ -126,8 +129,49 @@ def _cli(*args: str, socket: Path) -> dict[str, Any]:
     return reply
 
 
-def _kubelet_answer(kubelet: StandaloneKubelet, manifest: dict[str, Any]) -> Answer:
-    pod = kubelet.add_static_pod(manifest)
+class StaticPods:
+    """Pods through the kubelet's manifest directory; the kubelet names them ``<name>-<node>``."""
+
+    def __init__(self, kubelet: StandaloneKubelet) -> None:
+        self.kubelet = kubelet
+
+    def as_kubelet_has_it(self, manifest: dict[str, Any]) -> dict[str, Any]:
+        return {
+            **manifest,
+            "metadata": {**manifest["metadata"], "name": f"{manifest['metadata']['name']}-{NODE_NAME}"},
+        }
+
+    def add(self, manifest: dict[str, Any]) -> KubeletPod:
+        return self.kubelet.add_static_pod(manifest)
+
+    def remove(self, manifest: dict[str, Any]) -> None:
+        self.kubelet.remove_static_pod(manifest["metadata"]["name"])
+
+
+class ApiPods:
+    """Pods created in the API server, bound to the kubelet's node (no scheduler), without a service account
+    token to mount."""
+
+    def __init__(self, kubelet: StandaloneKubelet, plane: ControlPlane) -> None:
+        self.kubelet, self.plane = kubelet, plane
+        plane.kubectl("create", "namespace", API_NAMESPACE)
+        plane.kubectl("-n", API_NAMESPACE, "create", "serviceaccount", "default")
+
+    def as_kubelet_has_it(self, manifest: dict[str, Any]) -> dict[str, Any]:
+        spec = {**manifest["spec"], "nodeName": NODE_NAME, "automountServiceAccountToken": False}
+        return {**manifest, "metadata": {**manifest["metadata"], "namespace": API_NAMESPACE}, "spec": spec}
+
+    def add(self, manifest: dict[str, Any]) -> KubeletPod:
+        self.plane.kubectl("create", "-f", "-", input=yaml.safe_dump(self.as_kubelet_has_it(manifest)))
+        return self.kubelet.wait_answered(manifest["metadata"]["name"])
+
+    def remove(self, manifest: dict[str, Any]) -> None:
+        name = manifest["metadata"]["name"]
+        self.plane.kubectl("-n", API_NAMESPACE, "delete", "pod", name, "--grace-period=0", "--force")
+        self.kubelet.wait_pod(name, lambda pod: pod is None)
+
+
+def _kubelet_answer(kubelet: StandaloneKubelet, pod: KubeletPod) -> Answer:
     if pod.phase == "Running":
         cpus = kubelet.cpu_assignments().get(pod.uid, {}).get("c", [])
         return Answer(True, "", "", tuple(cpus))
@@ -156,37 +200,56 @@ def _daemon(workdir: Path, config: Path, *args: str) -> DaemonProcess:
     return daemon.start(timeout=60)
 
 
-def test_real_kubelet_answers_as_kubeletemu_and_shadow_mode_agrees(
-    real_kubelet: StandaloneKubelet, kubelet_binary: Path, tmp_path_factory: pytest.TempPathFactory
+def _compare(
+    kubelet: StandaloneKubelet,
+    pods: StaticPods | ApiPods,
+    emu_dir: Path,
+    known: dict[str, tuple[Answer, Answer]],
 ) -> None:
-    emu_dir = tmp_path_factory.mktemp("emu")
-    daemon = _daemon(emu_dir, real_kubelet.config_file, "--kubelet-version", _kubeletemu_version())
+    """Each step on the kubelet and on a kubeletemu daemon given its configuration file; the answers must
+    be equal, or the known difference."""
+    daemon = _daemon(emu_dir, kubelet.config_file, "--kubelet-version", _kubeletemu_version())
     try:
         differences = []
         for step, manifest in STEPS:
             name = manifest["metadata"]["name"]
-            # kubeletemu sees the pod under the name the kubelet gives a static pod.
-            as_kubelet_names_it = {
-                **manifest,
-                "metadata": {**manifest["metadata"], "name": f"{name}-{NODE_NAME}"},
-            }
             emu_manifest = emu_dir / f"{name}.yaml"
-            emu_manifest.write_text(yaml.safe_dump(as_kubelet_names_it))
+            emu_manifest.write_text(yaml.safe_dump(pods.as_kubelet_has_it(manifest)))
             if step == "remove":
-                real_kubelet.remove_static_pod(name)
+                pods.remove(manifest)
                 assert _cli("remove", "-f", str(emu_manifest), socket=daemon.socket)
                 continue
-            theirs = _kubelet_answer(real_kubelet, manifest)
+            theirs = _kubelet_answer(kubelet, pods.add(manifest))
             ours = _kubeletemu_answer(daemon, emu_manifest)
-            if name in KNOWN_DIFFERENCES:
-                assert (theirs, ours) == KNOWN_DIFFERENCES[name], name
-                continue
-            if theirs != ours:
+            if name in known:
+                assert (theirs, ours) == known[name], name
+            elif theirs != ours:
                 differences.append(f"{name}: kubelet {theirs}, kubeletemu {ours}")
         assert not differences, "\n".join(differences)
     finally:
         daemon.stop()
+
+
+def test_real_kubelet_answers_as_kubeletemu_and_shadow_mode_agrees(
+    real_kubelet: StandaloneKubelet, kubelet_binary: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    _compare(real_kubelet, StaticPods(real_kubelet), tmp_path_factory.mktemp("emu"), KNOWN_DIFFERENCES)
     _check_shadow(real_kubelet, kubelet_binary, tmp_path_factory.mktemp("sh"))
+
+
+def test_registered_kubelet_admits_api_pods_exactly_as_kubeletemu(
+    control_plane: ControlPlane, kubelet_binary: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Registered with the API server, the kubelet gets API pods, which are not critical: here kubeletemu's
+    answers must equal the kubelet's at every step, ``fractional``'s OutOfcpu included."""
+    kubelet = StandaloneKubelet.start(
+        kubelet_binary, tmp_path_factory.mktemp("kl"), "single-numa-node", kubeconfig=control_plane.kubeconfig
+    )
+    try:
+        _compare(kubelet, ApiPods(kubelet, control_plane), tmp_path_factory.mktemp("emu"), {})
+        _check_shadow(kubelet, kubelet_binary, tmp_path_factory.mktemp("sh"))
+    finally:
+        kubelet.stop()
 
 
 def _check_shadow(kubelet: StandaloneKubelet, kubelet_binary: Path, workdir: Path) -> None:

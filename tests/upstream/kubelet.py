@@ -145,7 +145,10 @@ class StandaloneKubelet:
         return self.workdir / "kubelet.log"
 
     @classmethod
-    def start(cls, kubelet: Path, workdir: Path, topology_policy: str) -> StandaloneKubelet:
+    def start(
+        cls, kubelet: Path, workdir: Path, topology_policy: str, *, kubeconfig: Path | None = None
+    ) -> StandaloneKubelet:
+        """Standalone; with ``kubeconfig``, registered with that API server as node ``NODE_NAME``."""
         fakecri = ensure_fakecri()
         (workdir / "root" / "manifests").mkdir(parents=True)
         sysctls = workdir / "sysctl"
@@ -179,6 +182,8 @@ class StandaloneKubelet:
                 "--hostname-override", NODE_NAME,
                 "--v", "2",
             ]  # fmt: skip
+            if kubeconfig is not None:
+                argv += ["--kubeconfig", kubeconfig]
             kubelet_process = Process.start("kubelet", argv, workdir)
             run.processes.append(kubelet_process)
             _wait_for(lambda: _healthy(healthz_port), kubelet_process, "/healthz", STARTUP_TIMEOUT)
@@ -231,9 +236,11 @@ class StandaloneKubelet:
         staging = self.workdir / f".{name}.yaml"  # renamed in, so the kubelet never reads half a file
         staging.write_text(yaml.safe_dump(dict(manifest)))
         staging.rename(self.manifests / f"{name}.yaml")
-        return self.wait_pod(
-            f"{name}-{NODE_NAME}", lambda pod: pod is not None and pod.phase in ("Running", "Failed")
-        )
+        return self.wait_answered(f"{name}-{NODE_NAME}")
+
+    def wait_answered(self, name: str) -> KubeletPod:
+        """The pod Running (admitted; the fake runtime starts containers at once) or Failed (rejected)."""
+        return self.wait_pod(name, lambda pod: pod is not None and pod.phase in ("Running", "Failed"))
 
     def remove_static_pod(self, name: str) -> None:
         (self.manifests / f"{name}.yaml").unlink()
