@@ -250,6 +250,12 @@ def test_registered_kubelet_admits_api_pods_exactly_as_kubeletemu(
         _check_shadow(kubelet, kubelet_binary, tmp_path_factory.mktemp("sh"))
     finally:
         kubelet.stop()
+        # The control plane is shared with the other e2e tests of this worker: a scheduler there must not
+        # bind pods to a node whose kubelet is gone.
+        control_plane.kubectl("delete", "node", NODE_NAME, "--ignore-not-found", check=False)
+        control_plane.kubectl(
+            "delete", "namespace", API_NAMESPACE, "--wait=false", "--ignore-not-found", check=False
+        )
 
 
 def _check_shadow(kubelet: StandaloneKubelet, kubelet_binary: Path, workdir: Path) -> None:
