@@ -24,6 +24,7 @@ from kubeletemu.shadow.errors import SourceInvalidError
 from kubeletemu.shadow.pod_level import PodLevelHoldings
 from kubeletemu.shadow.reconstruct import Reconstruction, reconstruct
 from kubeletemu.shadow.sources import Checkpoints, KubeletSnapshot
+from kubeletemu.shadow.start_machine import machine_at_kubelet_start
 
 
 @dataclass
@@ -124,6 +125,8 @@ def build_mirror(own: Config, machine: Machine, snapshot: KubeletSnapshot) -> Mi
         )
     config = mirror_config(own, paths, snapshot.kubelet_config, snapshot.allocatable)
     _check_policies(snapshot, config)
+    # The kubelet's memory totals are those of its start, which the probe may no longer see.
+    machine, machine_notes = machine_at_kubelet_start(machine, snapshot.checkpoints.memory.machine_state)
     try:
         emulator = NodeEmulator(config, machine)
     except Exception as err:
@@ -139,7 +142,7 @@ def build_mirror(own: Config, machine: Machine, snapshot: KubeletSnapshot) -> Mi
         emulator.registry.add(AdmittedPod(mirrored.pod))
     # The kubelet's removeStaleState: checkpoint entries of pods it does not list are dropped.
     emulator.cm.remove_stale_state(emulator.registry.pods())
-    mirror = Mirror(emulator, snapshot, reconstruction, kubelet, list(snapshot.warnings))
+    mirror = Mirror(emulator, snapshot, reconstruction, kubelet, [*snapshot.warnings, *machine_notes])
     _consistency(mirror)
     if reconstruction.unmatched:
         mirror.warnings.append(

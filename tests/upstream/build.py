@@ -203,29 +203,30 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         help=f"a pinned minor or release (repeatable; default {max(PINS)}); 'all' for every pin",
     )
-    # The node topology exporters (tests/upstream/exporters.py) are pinned apart from Kubernetes: built
-    # once whatever --version says.
-    from tests.upstream import exporters
+    # The node topology exporters (tests/upstream/exporters.py) and the fake CRI the real kubelet runs over
+    # (tests/upstream/kubelet.py) are pinned apart from Kubernetes: built once whatever --version says.
+    from tests.upstream import exporters, kubelet
 
+    tools = (*exporters.PINS, kubelet.FAKECRI)
+    tool_names = [pin.component for pin in tools]
     parser.add_argument(
         "--components",
-        default=",".join((*COMPONENTS, *exporters.COMPONENTS)),
-        help="comma-separated (default: all of them, the exporters "
-        f"{', '.join(exporters.COMPONENTS)} included)",
+        default=",".join((*COMPONENTS, *tool_names)),
+        help=f"comma-separated (default: all of them, {', '.join(tool_names)} included)",
     )
     args = parser.parse_args(argv)
     versions = args.version or [None]
     if "all" in versions:
         versions = list(PINS)
     wanted = [c for c in args.components.split(",") if c]
-    components = [c for c in wanted if c not in exporters.COMPONENTS]
+    components = [c for c in wanted if c not in tool_names]
     try:
         for version in versions if components else []:
             started = time.monotonic()
             assets = ensure(version, components)
             _stderr(f"{', '.join(components)} ready in {time.monotonic() - started:.0f} s")
             print(assets.directory)
-        for pin in exporters.PINS:
+        for pin in tools:
             if pin.component in wanted:
                 print(exporters.ensure_exporter(pin).parent)
     except (ValueError, MissingAssetsError, subprocess.CalledProcessError) as error:
