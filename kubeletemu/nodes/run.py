@@ -28,6 +28,7 @@ from kubeletemu.daemon.state_lock import StateDirInUseError, StateDirLock
 from kubeletemu.emulator import EmulatorError, NodeEmulator
 from kubeletemu.fleet.spec import group_config
 from kubeletemu.nodes.api import ApiError, ApiServer, KubeconfigError, Unreachable, load_kubeconfig
+from kubeletemu.nodes.informer import PodInformer
 from kubeletemu.nodes.member import NodeMember
 from kubeletemu.nodes.spec import NodesSpec
 from kubeletemu.registry import RegistryError
@@ -36,7 +37,8 @@ from kubeletemu.simulate.errors import SimulationError
 if TYPE_CHECKING:
     from kubeletemu.nodes.podresources import NodeSockets
 
-# Nodes starting together (registering, listing their pods): see NodesRun._member.
+# Nodes starting together (registering, first Lease, first status): see NodesRun._member. kwok's controllers
+# take 16 nodes or pods at a time too (NodeHeartbeatParallelism, LockPodParallelism).
 STARTING_AT_ONCE = 16
 # Each node's InternalIP, in order: an address no route leads to (no kubelet API is served here).
 FIRST_ADDRESS = ipaddress.IPv4Address("10.128.0.1")
@@ -119,6 +121,7 @@ class NodesRun:
         self.options = options
         self.members: list[NodeMember] = []
         self.api: ApiServer | None = None
+        self.pods: PodInformer | None = None
         self._lock = StateDirLock(options.state_dir)
         # Every node's state files go through one writer thread, which shares the fsyncs of concurrent
         # admissions (kubeletemu.checkpointmanager.writer).
@@ -138,6 +141,7 @@ class NodesRun:
         self.api = api = await connect(self.options)
         try:
             emulators = build_emulators(self.spec, Path(self.options.state_dir))
+            self.pods = pods = PodInformer(api, [name for name, _, _ in emulators])
             for position, (name, group, emulator) in enumerate(emulators):
                 member = NodeMember(
                     name,
@@ -145,13 +149,17 @@ class NodesRun:
                     emulator,
                     api,
                     node_address(position),
+                    pods,
                     self.spec.seed,
                     writer=self.writer,
+                    # Heartbeats spread evenly over the interval (NodeMember's docstring).
+                    phase=(position + 1) / len(emulators),
                 )
                 self.members.append(member)
             sockets = await self._serve_podresources(emulators)
             try:
                 async with asyncio.TaskGroup() as tasks:
+                    tasks.create_task(pods.run())
                     for member in self.members:
                         tasks.create_task(self._member(member))
                     if on_ready is not None:
@@ -176,9 +184,9 @@ class NodesRun:
         return sockets
 
     async def _member(self, member: NodeMember) -> None:
-        """One node; its start (registration, first Lease, first list of its pods, each a new connection
-        and TLS handshake) waits its turn among ``STARTING_AT_ONCE``: a thousand nodes starting at once
-        time out on their own handshakes."""
+        """One node; its start (registration, first Lease, its pods from the shared watch) waits its turn
+        among ``STARTING_AT_ONCE``: a thousand registrations at once would queue behind each other on the
+        API server past the client's timeout."""
         try:
             async with self._starting:
                 running = asyncio.create_task(member.run())

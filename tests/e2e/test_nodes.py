@@ -355,6 +355,11 @@ class Proxy:
     def cut(self) -> None:
         with self._lock:
             if self._listener is not None:
+                # shutdown() wakes the thread blocked in accept(); close() alone leaves that accept() to
+                # take one more connection, which (one HTTP/2 connection carrying every request) would
+                # end the outage at once.
+                with contextlib.suppress(OSError):
+                    self._listener.shutdown(socket.SHUT_RDWR)
                 self._listener.close()
                 self._listener = None
             for s in self._sockets:
@@ -369,8 +374,11 @@ class Proxy:
                 client, _ = listener.accept()
             except OSError:
                 return
-            upstream = socket.create_connection(self.upstream)
             with self._lock:
+                if self._listener is not listener:  # cut meanwhile
+                    client.close()
+                    return
+                upstream = socket.create_connection(self.upstream)
                 self._sockets += [client, upstream]
             for a, b in ((client, upstream), (upstream, client)):
                 threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()

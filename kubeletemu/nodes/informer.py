@@ -1,0 +1,160 @@
+"""One watch of the pods for every node of the process: a shared informer, as multi-node emulators keep one.
+
+A kubelet lists and watches its own pods (``fieldSelector spec.nodeName=<node>``, ``pkg/kubelet/config/
+apiserver.go`` at v1.37.2). A thousand nodes in one process doing the same hold a thousand watches, each a
+long-running request the API server serves and a stream this process reads. kwok's pod controller instead
+lists and watches every bound pod once (``podFieldSelector``, ``spec.nodeName!=``) and keeps the pods of the
+nodes it has (``nodeHasFunc``; ``pkg/kwok/controllers/pod_controller.go``). So does this module:
+
+- one list (paged) and one watch from its resourceVersion, with bookmarks; each watch ended by the server
+  after client-go's random 5 to 10 minutes and resumed from the last version seen;
+- ``410 Gone`` (the version was compacted away) lists again at once; an unreachable API server or any other
+  failure lists again after the lease controller's backoff;
+- the pods of this process's nodes are kept by node, so a node that joins later (start-up is bounded, see
+  :mod:`.run`) starts from the pods already bound to it;
+- each node sees what its own watch would show: :meth:`PodHandler.sync` with its pods after every list,
+  then :meth:`~PodHandler.changed` and :meth:`~PodHandler.deleted` for each event about a pod bound to it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
+
+import structlog
+
+from kubeletemu.nodes.api import ApiError, ApiServer, Unreachable
+
+JSON = dict[str, Any]
+log = structlog.get_logger("kubeletemu.nodes")
+
+PODS = "/api/v1/pods"
+# Pods bound to a node (kwok's podFieldSelector): pods still waiting for the scheduler are none of ours.
+BOUND = {"fieldSelector": "spec.nodeName!="}
+# client-go's reflector ends each watch after a random 5 to 10 minutes (minWatchTimeout 5 min).
+WATCH_TIMEOUT_S = (300, 600)
+# The lease controller's retry backoff (component-helpers apimachinery/lease: 200 ms doubling, at most 7 s).
+BACKOFF_FIRST_S = 0.2
+BACKOFF_MAX_S = 7.0
+
+
+class Backoff:
+    def __init__(self) -> None:
+        self.delay = BACKOFF_FIRST_S
+
+    def next(self) -> float:
+        current = self.delay
+        self.delay = min(self.delay * 2, BACKOFF_MAX_S)
+        return current
+
+    def reset(self) -> None:
+        self.delay = BACKOFF_FIRST_S
+
+
+class PodHandler(Protocol):
+    """A node's side of the informer (:class:`kubeletemu.nodes.member.NodeMember`)."""
+
+    name: str
+
+    def sync(self, items: list[JSON], *, after_gap: bool) -> None: ...
+
+    def changed(self, raw: JSON) -> None: ...
+
+    def deleted(self, raw: JSON) -> None: ...
+
+
+def _meta(raw: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = raw.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def node_of(raw: Mapping[str, Any]) -> str:
+    spec = raw.get("spec")
+    return str(spec.get("nodeName") or "") if isinstance(spec, Mapping) else ""
+
+
+class PodInformer:
+    """The pods bound to ``nodes``, listed and watched once; :meth:`run` until cancelled."""
+
+    def __init__(self, api: ApiServer, nodes: Iterable[str]) -> None:
+        self.api = api
+        self._pods: dict[str, dict[str, JSON]] = {name: {} for name in nodes}  # node -> uid -> pod
+        self._handlers: dict[str, PodHandler] = {}
+        self.synced = asyncio.Event()  # the first list is in
+        self.lists = 0  # lists made (the first, then one after each gap or 410)
+        self.watches = 0  # watch requests made
+
+    def pods_on(self, node: str) -> list[JSON]:
+        return list(self._pods.get(node, {}).values())
+
+    async def join(self, handler: PodHandler) -> None:
+        """The node's pods as the informer knows them handed to it, then every event about them: nothing
+        happens between the two (one event loop), so no event is lost or seen twice."""
+        await self.synced.wait()
+        handler.sync(self.pods_on(handler.name), after_gap=False)
+        self._handlers[handler.name] = handler
+
+    async def run(self) -> None:
+        version: str | None = None
+        backoff = Backoff()
+        away = False
+        while True:
+            try:
+                if version is None:
+                    version = await self._relist(after_gap=away)
+                    away = False
+                    backoff.reset()
+                timeout = random.randint(*WATCH_TIMEOUT_S)
+                params = {**BOUND, "resourceVersion": version, "timeoutSeconds": str(timeout)}
+                self.watches += 1
+                async for kind, obj in self.api.watch(PODS, params):
+                    version = str(_meta(obj).get("resourceVersion") or version)
+                    if kind in ("ADDED", "MODIFIED", "DELETED"):
+                        self._event(kind, obj)
+            except ApiError as err:
+                if err.code != 410:  # 410 Gone: the version is too old, list again at once
+                    log.warning("pod watch failed", error=str(err))
+                    away = True
+                    await asyncio.sleep(backoff.next())
+                version = None
+            except Unreachable as err:
+                if not away:
+                    log.warning("API server unreachable", error=str(err))
+                away = True
+                version = None
+                await asyncio.sleep(backoff.next())
+
+    async def _relist(self, *, after_gap: bool) -> str:
+        items, version = await self.api.list(PODS, BOUND)
+        self.lists += 1
+        for pods in self._pods.values():
+            pods.clear()
+        for raw in items:
+            node = node_of(raw)
+            if node in self._pods:
+                self._pods[node][str(_meta(raw).get("uid"))] = raw
+        self.synced.set()
+        for name, handler in self._handlers.items():
+            handler.sync(self.pods_on(name), after_gap=after_gap)
+        if after_gap:
+            ours = sum(len(pods) for pods in self._pods.values())
+            log.info("pods listed again", nodes=len(self._handlers), pods=ours)
+        return version
+
+    def _event(self, kind: str, raw: JSON) -> None:
+        node = node_of(raw)
+        pods = self._pods.get(node)
+        if pods is None:  # a pod of a node that is not ours
+            return
+        uid = str(_meta(raw).get("uid"))
+        handler = self._handlers.get(node)
+        if kind == "DELETED":
+            pods.pop(uid, None)
+            if handler is not None:
+                handler.deleted(raw)
+            return
+        pods[uid] = raw
+        if handler is not None:
+            handler.changed(raw)
