@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 import yaml
 
@@ -329,6 +330,56 @@ def test_a_restart_loses_nothing(cluster: ControlPlane, start_nodes: Callable[..
     # And what the dropped pod held is free again: 7 CPUs on NUMA node 0.
     create(cluster, pod(f"{group}-seven", group, 7, node=node))
     wait_for("the 7-CPU pod Running", lambda: phase_of(cluster, f"{group}-seven", "Running"))
+
+
+def pod_watches(plane: ControlPlane) -> int:
+    """Watches of pods the API server is serving now (its ``apiserver_longrunning_requests`` gauge)."""
+    metrics = plane.kubectl("get", "--raw", "/metrics").stdout
+    return sum(
+        int(float(line.rsplit(" ", 1)[1]))
+        for line in metrics.splitlines()
+        if line.startswith("apiserver_longrunning_requests{")
+        and 'resource="pods"' in line
+        and 'subresource=""' in line
+        and 'verb="WATCH"' in line
+    )
+
+
+def connections_to(pid: int, port: int) -> int:
+    """The process's established TCP connections to ``port`` on loopback."""
+    return sum(
+        1
+        for c in psutil.Process(pid).net_connections("tcp")
+        if c.raddr and c.raddr.port == port and c.status == psutil.CONN_ESTABLISHED
+    )
+
+
+def test_sixty_nodes_share_one_watch_and_one_connection(
+    cluster: ControlPlane, start_nodes: Callable[..., NodesProcess]
+) -> None:
+    """60 nodes in one process hold one pod watch and one connection between them (a kubelet each would
+    hold 60 watches, each its own connection), all report Ready, and each pod bound to one of them is
+    admitted by that node alone: its own address in the status, its own NUMA state deciding."""
+    before = pod_watches(cluster)
+    process = start_nodes(count=60)
+    assert process.popen is not None
+    group = group_of(process)
+    table = cluster.kubectl("get", "nodes", "-l", f"kubeletemu-e2e={group}", "--no-headers").stdout
+    assert [line.split()[1] for line in table.splitlines()] == ["Ready"] * 60
+    assert pod_watches(cluster) - before == 1
+    assert connections_to(process.popen.pid, cluster.api_port) == 1
+    # Nodes 0, 31 and 59 take an 8-CPU pod each (NUMA node 1); node 31 a second one, which only NUMA node
+    # 0 could hold, and it has 7: refused there, by node 31's own state.
+    for index in (0, 31, 59):
+        create(cluster, pod(f"{group}-on{index}", group, 8, node=f"{group}-{index:03d}"))
+    for index in (0, 31, 59):
+        name = f"{group}-on{index}"
+        running = wait_for(f"{name} Running", lambda name=name: phase_of(cluster, name, "Running"))
+        assert running["status"]["hostIP"] == f"10.128.0.{index + 1}"
+    create(cluster, pod(f"{group}-second", group, 8, node=f"{group}-031"))
+    refused = wait_for("the second pod on node 31", lambda: phase_of(cluster, f"{group}-second", "Failed"))
+    assert refused["status"]["reason"] == "TopologyAffinityError"
+    assert pod_watches(cluster) - before == 1  # the pods' events came over the same watch
 
 
 class Proxy:
