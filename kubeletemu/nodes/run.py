@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import uvloop
 
-from kubeletemu.checkpointmanager import CheckpointWriter
+from kubeletemu.checkpointmanager import CheckpointWriter, WriteBatch, deferred_writes, read_file
 from kubeletemu.config import ConfigError
 from kubeletemu.daemon.state_lock import StateDirInUseError, StateDirLock
 from kubeletemu.emulator import EmulatorError, NodeEmulator
@@ -64,8 +64,15 @@ def node_address(index: int) -> str:
     return str(FIRST_ADDRESS + index)
 
 
-def build_emulators(spec: NodesSpec, state_dir: Path) -> list[tuple[str, int, NodeEmulator]]:
-    """(name, group index, emulator) for every node, each restored from its state directory."""
+def build_emulators(
+    spec: NodesSpec, state_dir: Path, writes: WriteBatch | None = None
+) -> list[tuple[str, int, NodeEmulator]]:
+    """(name, group index, emulator) for every node, each restored from its state directory.
+
+    The kubelet's managers write their checkpoints as they start (new, or repaired). With ``writes``
+    given, what would change a file is collected there instead of written (a file already holding that
+    content is left alone), so that the caller makes it durable off the event loop: on a busy disk a
+    thousand nodes' three fsyncs each took 24 of the 31 s this took when written here."""
     out: list[tuple[str, int, NodeEmulator]] = []
     for index, member in enumerate(spec.groups):
         group = member.group
@@ -79,9 +86,14 @@ def build_emulators(spec: NodesSpec, state_dir: Path) -> list[tuple[str, int, No
                 config, emulator=dataclasses.replace(config.emulator, node_name=name)
             )
             try:
-                emulator = NodeEmulator(node_config, machine, state_dir / name)
+                with contextlib.nullcontext(None) if writes is None else deferred_writes() as pending:
+                    emulator = NodeEmulator(node_config, machine, state_dir / name)
             except (EmulatorError, RegistryError, OSError, ValueError) as err:
                 raise StartError(f"{state_dir / name}: {err}") from None
+            if writes is not None and pending is not None:
+                for path, op in pending.freeze().ops.items():
+                    if op != read_file(path):
+                        writes.ops[path] = op
             errors = "; ".join(emulator.cm.kubelet_start_errors())
             if errors:
                 where = f"{spec.source}: nodeGroups[{group.name}]"
@@ -140,7 +152,10 @@ class NodesRun:
         state directory, then run them all."""
         self.api = api = await connect(self.options)
         try:
-            emulators = build_emulators(self.spec, Path(self.options.state_dir))
+            started = WriteBatch()
+            emulators = build_emulators(self.spec, Path(self.options.state_dir), started)
+            # Durable before the nodes announce they joined; their admissions' writes queue behind.
+            durable = asyncio.wrap_future(self.writer.submit(started))
             self.pods = pods = PodInformer(api, [name for name, _, _ in emulators])
             for position, (name, group, emulator) in enumerate(emulators):
                 member = NodeMember(
@@ -162,8 +177,7 @@ class NodesRun:
                     tasks.create_task(pods.run())
                     for member in self.members:
                         tasks.create_task(self._member(member))
-                    if on_ready is not None:
-                        tasks.create_task(self._announce(on_ready))
+                    tasks.create_task(self._announce(durable, on_ready))
             finally:
                 if sockets is not None:
                     await sockets.stop()
@@ -198,10 +212,17 @@ class NodesRun:
             server = self.api.server if self.api is not None else "the API server"
             raise StartError(f"node {member.name}: {server} refused: {err}") from None
 
-    async def _announce(self, on_ready: Callable[[NodesRun], None]) -> None:
+    async def _announce(
+        self, durable: asyncio.Future[None], on_ready: Callable[[NodesRun], None] | None
+    ) -> None:
+        try:
+            await durable
+        except OSError as err:  # the state directory refused the nodes' first checkpoints
+            raise StartError(f"--state-dir: {err}") from None
         for member in self.members:
             await member.synced.wait()
-        on_ready(self)
+        if on_ready is not None:
+            on_ready(self)
 
     def close(self) -> None:
         self.writer.close()  # what is queued is written first
