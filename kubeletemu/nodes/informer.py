@@ -1,4 +1,5 @@
-"""One watch of the pods for every node of the process: a shared informer, as multi-node emulators keep one.
+"""One watch of the pods (and one of the Nodes) for every node of the process: shared informers, as
+multi-node emulators keep them.
 
 A kubelet lists and watches its own pods (``fieldSelector spec.nodeName=<node>``, ``pkg/kubelet/config/
 apiserver.go`` at v1.37.2). A thousand nodes in one process doing the same hold a thousand watches, each a
@@ -31,6 +32,7 @@ JSON = dict[str, Any]
 log = structlog.get_logger("kubeletemu.nodes")
 
 PODS = "/api/v1/pods"
+NODES = "/api/v1/nodes"
 # Pods bound to a node (kwok's podFieldSelector): pods still waiting for the scheduler are none of ours.
 BOUND = {"fieldSelector": "spec.nodeName!="}
 # client-go's reflector ends each watch after a random 5 to 10 minutes (minWatchTimeout 5 min).
@@ -75,26 +77,31 @@ def node_of(raw: Mapping[str, Any]) -> str:
     return str(spec.get("nodeName") or "") if isinstance(spec, Mapping) else ""
 
 
-class PodInformer:
-    """The pods bound to ``nodes``, listed and watched once; :meth:`run` until cancelled."""
+class SharedInformer:
+    """The objects of ``path`` that belong to one of ``nodes`` (``_owner``), listed and watched once and kept
+    by node; :meth:`run` until cancelled."""
+
+    path = ""
+    params: Mapping[str, str] = {}
 
     def __init__(self, api: ApiServer, nodes: Iterable[str]) -> None:
         self.api = api
-        self._pods: dict[str, dict[str, JSON]] = {name: {} for name in nodes}  # node -> uid -> pod
-        self._handlers: dict[str, PodHandler] = {}
+        self._objects: dict[str, dict[str, JSON]] = {name: {} for name in nodes}  # node -> uid -> object
         self.synced = asyncio.Event()  # the first list is in
         self.lists = 0  # lists made (the first, then one after each gap or 410)
         self.watches = 0  # watch requests made
 
-    def pods_on(self, node: str) -> list[JSON]:
-        return list(self._pods.get(node, {}).values())
+    def _owner(self, raw: Mapping[str, Any]) -> str:
+        raise NotImplementedError
 
-    async def join(self, handler: PodHandler) -> None:
-        """The node's pods as the informer knows them handed to it, then every event about them: nothing
-        happens between the two (one event loop), so no event is lost or seen twice."""
-        await self.synced.wait()
-        handler.sync(self.pods_on(handler.name), after_gap=False)
-        self._handlers[handler.name] = handler
+    def _listed(self, *, after_gap: bool) -> None:
+        """Called after each list, the store refilled."""
+
+    def _changed(self, node: str, kind: str, raw: JSON) -> None:
+        """Called after each event about an object of one of the nodes, the store updated."""
+
+    def objects_of(self, node: str) -> list[JSON]:
+        return list(self._objects.get(node, {}).values())
 
     async def run(self) -> None:
         version: str | None = None
@@ -107,54 +114,107 @@ class PodInformer:
                     away = False
                     backoff.reset()
                 timeout = random.randint(*WATCH_TIMEOUT_S)
-                params = {**BOUND, "resourceVersion": version, "timeoutSeconds": str(timeout)}
+                params = {**self.params, "resourceVersion": version, "timeoutSeconds": str(timeout)}
                 self.watches += 1
-                async for kind, obj in self.api.watch(PODS, params):
+                async for kind, obj in self.api.watch(self.path, params):
                     version = str(_meta(obj).get("resourceVersion") or version)
                     if kind in ("ADDED", "MODIFIED", "DELETED"):
                         self._event(kind, obj)
             except ApiError as err:
                 if err.code != 410:  # 410 Gone: the version is too old, list again at once
-                    log.warning("pod watch failed", error=str(err))
+                    log.warning("watch failed", path=self.path, error=str(err))
                     away = True
                     await asyncio.sleep(backoff.next())
                 version = None
             except Unreachable as err:
                 if not away:
-                    log.warning("API server unreachable", error=str(err))
+                    log.warning("API server unreachable", path=self.path, error=str(err))
                 away = True
                 version = None
                 await asyncio.sleep(backoff.next())
 
     async def _relist(self, *, after_gap: bool) -> str:
-        items, version = await self.api.list(PODS, BOUND)
+        items, version = await self.api.list(self.path, self.params)
         self.lists += 1
-        for pods in self._pods.values():
-            pods.clear()
+        for objects in self._objects.values():
+            objects.clear()
         for raw in items:
-            node = node_of(raw)
-            if node in self._pods:
-                self._pods[node][str(_meta(raw).get("uid"))] = raw
+            node = self._owner(raw)
+            if node in self._objects:
+                self._objects[node][str(_meta(raw).get("uid"))] = raw
         self.synced.set()
-        for name, handler in self._handlers.items():
-            handler.sync(self.pods_on(name), after_gap=after_gap)
-        if after_gap:
-            ours = sum(len(pods) for pods in self._pods.values())
-            log.info("pods listed again", nodes=len(self._handlers), pods=ours)
+        self._listed(after_gap=after_gap)
         return version
 
     def _event(self, kind: str, raw: JSON) -> None:
-        node = node_of(raw)
-        pods = self._pods.get(node)
-        if pods is None:  # a pod of a node that is not ours
+        node = self._owner(raw)
+        objects = self._objects.get(node)
+        if objects is None:  # an object of a node that is not ours
             return
         uid = str(_meta(raw).get("uid"))
-        handler = self._handlers.get(node)
         if kind == "DELETED":
-            pods.pop(uid, None)
-            if handler is not None:
-                handler.deleted(raw)
+            objects.pop(uid, None)
+        else:
+            objects[uid] = raw
+        self._changed(node, kind, raw)
+
+
+class PodInformer(SharedInformer):
+    """Every pod bound to one of the nodes, handed to its node (:class:`PodHandler`)."""
+
+    path = PODS
+    params = BOUND
+
+    def __init__(self, api: ApiServer, nodes: Iterable[str]) -> None:
+        super().__init__(api, nodes)
+        self._handlers: dict[str, PodHandler] = {}
+
+    def _owner(self, raw: Mapping[str, Any]) -> str:
+        return node_of(raw)
+
+    def pods_on(self, node: str) -> list[JSON]:
+        return self.objects_of(node)
+
+    async def join(self, handler: PodHandler) -> None:
+        """The node's pods as the informer knows them handed to it, then every event about them: nothing
+        happens between the two (one event loop), so no event is lost or seen twice."""
+        await self.synced.wait()
+        handler.sync(self.pods_on(handler.name), after_gap=False)
+        self._handlers[handler.name] = handler
+
+    def _listed(self, *, after_gap: bool) -> None:
+        for name, handler in self._handlers.items():
+            handler.sync(self.pods_on(name), after_gap=after_gap)
+        if after_gap:
+            ours = sum(len(pods) for pods in self._objects.values())
+            log.info("pods listed again", nodes=len(self._handlers), pods=ours)
+
+    def _changed(self, node: str, kind: str, raw: JSON) -> None:
+        handler = self._handlers.get(node)
+        if handler is None:  # not joined yet: it starts from the store
             return
-        pods[uid] = raw
-        if handler is not None:
+        if kind == "DELETED":
+            handler.deleted(raw)
+        else:
             handler.changed(raw)
+
+
+class NodeInformer(SharedInformer):
+    """The Node objects of the nodes: what each node's status loop compares with what it posted.
+
+    The kubelet reads its Node from its own informer before each status update (``tryUpdateNodeStatus``
+    in ``pkg/kubelet/kubelet_node_status.go`` at v1.37.2: ``nodeLister.Get`` on the first try, a GET only
+    on a retry), the informer watching ``metadata.name=<node>`` (``pkg/kubelet/kubelet.go``). Here one
+    watch of the Nodes serves every node, as kwok's node controller keeps one; it changes only when a Node
+    does (a status post every 5 minutes per node, the node lifecycle controller's marks)."""
+
+    path = NODES
+    params: Mapping[str, str] = {}
+
+    def _owner(self, raw: Mapping[str, Any]) -> str:
+        return str(_meta(raw).get("name") or "")
+
+    def node(self, name: str) -> JSON | None:
+        """The Node as last seen; None before the first list or while it does not exist."""
+        found = self.objects_of(name)
+        return found[0] if found else None

@@ -8,7 +8,8 @@ What it does, as the kubelet does it (``pkg/kubelet``, read at v1.37):
 - **renews its Lease** in ``kube-node-lease`` every quarter of ``nodeLeaseDurationSeconds``, creating it
   owned by the Node when it is missing; failures are retried with the lease controller's backoff (200 ms
   doubling to 7 s);
-- **posts its status** every ``nodeStatusUpdateFrequency`` when the Node's conditions differ from its own
+- **posts its status** every ``nodeStatusUpdateFrequency`` when the Node's conditions (as the shared Node
+  watch shows them, :class:`~kubeletemu.nodes.informer.NodeInformer`) differ from its own
   (the node lifecycle controller marked it Unknown while the API server was away, someone edited it), else
   every ``nodeStatusReportFrequency``;
 - **paces both as the kubelet does**: each wait is its interval plus up to 4 % jitter, measured from the end
@@ -50,7 +51,7 @@ from kubeletemu.fleet.workload import stable_seed
 from kubeletemu.manifest import ManifestError, pod_from_manifest
 from kubeletemu.nodes import objects
 from kubeletemu.nodes.api import MERGE, ApiError, ApiServer, Unreachable
-from kubeletemu.nodes.informer import Backoff, PodInformer
+from kubeletemu.nodes.informer import Backoff, NodeInformer, PodInformer
 from kubeletemu.nodes.spec import MemberGroup
 from kubeletemu.pod import compute_qos
 from kubeletemu.versions.gates import binary_version, effective_gates
@@ -132,9 +133,11 @@ class NodeMember:
         clock: Callable[[], datetime.datetime] = objects.utc_now,
         writer: CheckpointWriter | None = None,
         phase: float = 1.0,
+        nodes: NodeInformer | None = None,
     ) -> None:
         self.name = name
         self.pods = pods
+        self.nodes = nodes  # the Node as last seen (else read with a GET, as the kubelet's retries do)
         self.phase = min(max(phase, 0.0), 1.0)  # the share of each interval its first wait lasts
         self.group = group
         self.emulator = emulator
@@ -248,7 +251,9 @@ class NodeMember:
             await asyncio.sleep(wait)
             wait = jittered(beats.status_update_s)
             try:
-                node = await self.api.get(f"{NODES}/{self.name}", {"resourceVersion": "0"})
+                node = self.nodes.node(self.name) if self.nodes is not None else None
+                if node is None:
+                    node = await self.api.get(f"{NODES}/{self.name}", {"resourceVersion": "0"})
                 since = self._transitions(node)
                 changed = since != self._since
                 if changed or time.monotonic() - self._last_report >= beats.status_report_s:

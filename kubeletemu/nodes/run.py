@@ -28,7 +28,7 @@ from kubeletemu.daemon.state_lock import StateDirInUseError, StateDirLock
 from kubeletemu.emulator import EmulatorError, NodeEmulator
 from kubeletemu.fleet.spec import group_config
 from kubeletemu.nodes.api import ApiError, ApiServer, KubeconfigError, Unreachable, load_kubeconfig
-from kubeletemu.nodes.informer import PodInformer
+from kubeletemu.nodes.informer import NodeInformer, PodInformer
 from kubeletemu.nodes.member import NodeMember
 from kubeletemu.nodes.spec import NodesSpec
 from kubeletemu.registry import RegistryError
@@ -156,7 +156,9 @@ class NodesRun:
             emulators = build_emulators(self.spec, Path(self.options.state_dir), started)
             # Durable before the nodes announce they joined; their admissions' writes queue behind.
             durable = asyncio.wrap_future(self.writer.submit(started))
-            self.pods = pods = PodInformer(api, [name for name, _, _ in emulators])
+            names = [name for name, _, _ in emulators]
+            self.pods = pods = PodInformer(api, names)
+            nodes = NodeInformer(api, names)
             for position, (name, group, emulator) in enumerate(emulators):
                 member = NodeMember(
                     name,
@@ -169,12 +171,14 @@ class NodesRun:
                     writer=self.writer,
                     # Heartbeats spread evenly over the interval (NodeMember's docstring).
                     phase=(position + 1) / len(emulators),
+                    nodes=nodes,
                 )
                 self.members.append(member)
             sockets = await self._serve_podresources(emulators)
             try:
                 async with asyncio.TaskGroup() as tasks:
                     tasks.create_task(pods.run())
+                    tasks.create_task(nodes.run())
                     for member in self.members:
                         tasks.create_task(self._member(member))
                     tasks.create_task(self._announce(durable, on_ready))

@@ -332,14 +332,14 @@ def test_a_restart_loses_nothing(cluster: ControlPlane, start_nodes: Callable[..
     wait_for("the 7-CPU pod Running", lambda: phase_of(cluster, f"{group}-seven", "Running"))
 
 
-def pod_watches(plane: ControlPlane) -> int:
-    """Watches of pods the API server is serving now (its ``apiserver_longrunning_requests`` gauge)."""
+def watches(plane: ControlPlane, resource: str) -> int:
+    """Watches of a resource the API server is serving now (its ``apiserver_longrunning_requests``)."""
     metrics = plane.kubectl("get", "--raw", "/metrics").stdout
     return sum(
         int(float(line.rsplit(" ", 1)[1]))
         for line in metrics.splitlines()
         if line.startswith("apiserver_longrunning_requests{")
-        and 'resource="pods"' in line
+        and f'resource="{resource}"' in line
         and 'subresource=""' in line
         and 'verb="WATCH"' in line
     )
@@ -357,16 +357,17 @@ def connections_to(pid: int, port: int) -> int:
 def test_sixty_nodes_share_one_watch_and_one_connection(
     cluster: ControlPlane, start_nodes: Callable[..., NodesProcess]
 ) -> None:
-    """60 nodes in one process hold one pod watch and one connection between them (a kubelet each would
-    hold 60 watches, each its own connection), all report Ready, and each pod bound to one of them is
-    admitted by that node alone: its own address in the status, its own NUMA state deciding."""
-    before = pod_watches(cluster)
+    """60 nodes in one process hold one pod watch, one Node watch and one connection between them (a
+    kubelet each would hold 60 of each watch, each kubelet its own connection), all report Ready, and
+    each pod bound to one of them is admitted by that node alone: its own address in the status, its own
+    NUMA state deciding."""
+    before = {kind: watches(cluster, kind) for kind in ("pods", "nodes")}
     process = start_nodes(count=60)
     assert process.popen is not None
     group = group_of(process)
     table = cluster.kubectl("get", "nodes", "-l", f"kubeletemu-e2e={group}", "--no-headers").stdout
     assert [line.split()[1] for line in table.splitlines()] == ["Ready"] * 60
-    assert pod_watches(cluster) - before == 1
+    assert {kind: watches(cluster, kind) - count for kind, count in before.items()} == {"pods": 1, "nodes": 1}
     assert connections_to(process.popen.pid, cluster.api_port) == 1
     # Nodes 0, 31 and 59 take an 8-CPU pod each (NUMA node 1); node 31 a second one, which only NUMA node
     # 0 could hold, and it has 7: refused there, by node 31's own state.
@@ -379,7 +380,7 @@ def test_sixty_nodes_share_one_watch_and_one_connection(
     create(cluster, pod(f"{group}-second", group, 8, node=f"{group}-031"))
     refused = wait_for("the second pod on node 31", lambda: phase_of(cluster, f"{group}-second", "Failed"))
     assert refused["status"]["reason"] == "TopologyAffinityError"
-    assert pod_watches(cluster) - before == 1  # the pods' events came over the same watch
+    assert watches(cluster, "pods") - before["pods"] == 1  # the pods' events came over the same watch
 
 
 class Proxy:
