@@ -2,6 +2,7 @@
 at the largest N as a ratio to the smallest (the reference, measured in the same run).
 
 Run: python benchmarks/bench_nodes.py [--nodes 100 1000] [--steady 60] [--pods-per-node 1]
+     [--join-timeout 900]
 
 One control plane for the run: etcd, kube-apiserver, kube-scheduler and kube-controller-manager from
 tests/upstream (built on first use, or taken from KUBELETEMU_UPSTREAM_ASSETS); the controller manager's node
@@ -99,12 +100,15 @@ def loopback_cluster() -> Cluster:
     return cluster
 
 
-def wait_until(probe: Callable[[], bool], timeout: float = TIMEOUT_S) -> None:
+def wait_until(probe: Callable[[], bool], timeout: float = TIMEOUT_S, *, fail: bool = True) -> bool:
     deadline = time.monotonic() + timeout
     while not probe():
         if time.monotonic() > deadline:
-            raise SystemExit("timed out")
+            if fail:
+                raise SystemExit("timed out")
+            return False
         time.sleep(POLL_S)
+    return True
 
 
 def rss_bytes(pid: int) -> int:
@@ -192,7 +196,11 @@ def percentile(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(len(values) * q))] if values else float("nan")
 
 
-def run_one(cluster: Cluster, workdir: Path, count: int, steady: float, pods_per_node: int) -> dict[str, Any]:
+def run_one(
+    cluster: Cluster, workdir: Path, count: int, steady: float, pods_per_node: int, join_timeout: float
+) -> dict[str, Any]:
+    """One N. Not joined within ``join_timeout``: what it reached (nodes registered and Ready, the CPU it
+    got and its memory) is measured instead, and no pods are made."""
     group = f"b{count}"
     path = nodes_file(workdir, group, count, KUBELET_CONFIG, label=LABEL, latency="1s")
     err = workdir / f"{group}.err"
@@ -210,12 +218,13 @@ def run_one(cluster: Cluster, workdir: Path, count: int, steady: float, pods_per
                 raise SystemExit(f"kubeletemu nodes exited: {err.read_text()}")
             return "joined" in err.read_text()
 
-        wait_until(joined)
-        row["joined_s"] = time.monotonic() - started
-        wait_until(lambda: schedulable(cluster, group, count))
-        row["ready_s"] = time.monotonic() - started
+        reached = wait_until(joined, join_timeout, fail=False)
+        if reached:
+            row["joined_s"] = time.monotonic() - started
+            wait_until(lambda: schedulable(cluster, group, count))
+            row["ready_s"] = time.monotonic() - started
+            time.sleep(10)  # the start-up's last writes settle
         row["startup_cpu_s"] = cpu_seconds(process.pid)
-        time.sleep(10)  # the start-up's last writes settle
         pids = {"nodes": process.pid, **cluster.components}
         row["load_before"] = os.getloadavg()[0]
         with cpu_of(pids) as cores:
@@ -223,6 +232,10 @@ def run_one(cluster: Cluster, workdir: Path, count: int, steady: float, pods_per
         row["load_after"] = os.getloadavg()[0]
         row["steady_cores"] = cores
         row["rss_mib"] = {name: rss_bytes(pid) / 2**20 for name, pid in pids.items()}
+        states = node_states(cluster, group)
+        row["registered"], row["ready_nodes"] = len(states), sum(1 for s in states if s.startswith("True"))
+        if not reached:
+            return row
 
         total = count * pods_per_node
         items = [pod_manifest(group, i) for i in range(total)]
@@ -268,6 +281,11 @@ def report(rows: list[dict[str, Any]]) -> None:
     for r in rows:
         cpu = r["steady_cores"]["nodes"]
         rss = r["rss_mib"]["nodes"]
+        if "joined_s" not in r:
+            reached = f"{r['registered']} registered, {r['ready_nodes']} Ready"
+            print(f"{r['nodes']:>6} not joined: {reached}; CPU {cpu * 1000:.0f}m (what it got), {rss:.0f}Mi, "
+                  f"load {r['load_after']:.1f}")  # fmt: skip
+            continue
         print(f"{r['nodes']:>6} {r['joined_s']:>7.1f}s {r['ready_s']:>7.1f}s {cpu * 1000:>5.0f}m "
               f"{r['nodes'] / cpu:>10.0f} {rss:>5.0f}Mi {rss * 1024 / r['nodes']:>7.0f}Ki "
               f"{r['bound_s']:>9.1f}s {r['running_s']:>7.1f}s {r['ready_p50_s']:>4.0f}s "
@@ -284,10 +302,11 @@ def report(rows: list[dict[str, Any]]) -> None:
             print(f"{r['nodes']:>6} nodes: " + ", ".join(parts))
     if len(rows) >= 2:
         small, large = rows[0], rows[-1]
-        slope = (large["rss_mib"]["nodes"] - small["rss_mib"]["nodes"]) / (large["nodes"] - small["nodes"])
+        span_nodes = large["registered"] - small["registered"]
+        slope = (large["rss_mib"]["nodes"] - small["rss_mib"]["nodes"]) / span_nodes
         fixed = small["rss_mib"]["nodes"] - slope * small["nodes"]
         print()
-        span = f"{small['nodes']} -> {large['nodes']}"
+        span = f"{small['registered']} -> {large['registered']}"
         print(f"memory per node: {slope * 1024:.0f} Ki (slope {span}), fixed {fixed:.0f} Mi")
 
         def per_node(r: dict[str, Any], key: Callable[[dict[str, Any]], float]) -> float:
@@ -299,6 +318,9 @@ def report(rows: list[dict[str, Any]]) -> None:
             ("start-up to Ready", lambda r: r["ready_s"]),
             ("pods to Running", lambda r: r["running_s"]),
         ):
+            if "joined_s" not in large:
+                print(f"per node at {large['nodes']}: not measured (the nodes did not all join)")
+                break
             ratio = per_node(large, key) / per_node(small, key)
             print(f"per node at {large['nodes']} vs at {small['nodes']} (reference): {what} x{ratio:.2f}")
 
@@ -307,6 +329,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, nargs="+", default=[100, 1000])
     parser.add_argument("--steady", type=float, default=60.0)
+    parser.add_argument("--join-timeout", type=float, default=900.0, help="seconds for N nodes to join")
     parser.add_argument("--pods-per-node", type=int, default=1)
     parser.add_argument("--kubeconfig", help="a running cluster's instead of starting the loopback one")
     parser.add_argument("--kubectl", default="kubectl", help="with --kubeconfig: the kubectl to call")
@@ -316,7 +339,7 @@ def main() -> None:
     try:
         with tempfile.TemporaryDirectory(prefix="bench-nodes-") as tmp:
             for count in args.nodes:
-                row = run_one(cluster, Path(tmp), count, args.steady, args.pods_per_node)
+                row = run_one(cluster, Path(tmp), count, args.steady, args.pods_per_node, args.join_timeout)
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     finally:
