@@ -7,8 +7,10 @@ name is never deleted). The calls are therefore made here on the HTTP client lig
 (``lightkube.config.client_adapter``), JSON in and out, which also keeps each pod a plain mapping (what
 :func:`kubeletemu.manifest.pod_from_manifest` reads) instead of a model object.
 
-Every watch holds one connection for as long as it runs, so the pool has no connection limit: N nodes hold
-N watches, as N kubelets would.
+The client speaks HTTP/2 where the API server offers it (every kube-apiserver does, as client-go uses it by
+default): one TLS connection carries every node's requests and the one pod watch (:mod:`.informer`) as
+concurrent streams, up to the server's ``--http2-max-streams-per-connection`` (100 by default; more wait
+their turn). Where only HTTP/1.1 is offered, at most ``MAX_CONNECTIONS`` connections are opened and kept.
 """
 
 from __future__ import annotations
@@ -33,6 +35,11 @@ STRATEGIC_MERGE = "application/strategic-merge-patch+json"
 MERGE = "application/merge-patch+json"
 # The kubelet's default client timeout for ordinary requests (watches have no read timeout).
 REQUEST_TIMEOUT_S = 10.0
+# Connections kept at most when the API server speaks only HTTP/1.1 (each one request at a time).
+MAX_CONNECTIONS = 32
+# Parsed URLs kept (a few per node: its Node, status and Lease; and its pods'): parsing one in httpx costs
+# about a fifth of a request's CPU, and a thousand nodes make a hundred requests a second.
+URL_CACHE = 16384
 
 
 class KubeconfigError(Exception):
@@ -86,25 +93,41 @@ class ApiServer:
 
     def __init__(self, config: Any) -> None:
         try:
-            params = ConnectionParams(timeout=httpx2.Timeout(REQUEST_TIMEOUT_S)).httpx_params(config)
+            connection = ConnectionParams(timeout=httpx2.Timeout(REQUEST_TIMEOUT_S), http2=True)
+            params = connection.httpx_params(config)
         except (LightkubeConfigError, OSError, ValueError) as err:  # a CA or client certificate unreadable
             raise KubeconfigError(f"cannot use the kubeconfig's credentials: {err}") from None
-        params["limits"] = httpx2.Limits(max_connections=None, max_keepalive_connections=None)
+        params["limits"] = httpx2.Limits(
+            max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_CONNECTIONS
+        )
         self.server = str(config.cluster.server)
+        self._params = params
         self._client = httpx2.AsyncClient(**params)
+        self._base = str(self._client.base_url).rstrip("/") + "/"
+        self._urls: dict[str, httpx2.URL] = {}
         self._watch_timeout = httpx2.Timeout(REQUEST_TIMEOUT_S, read=None)
 
     async def close(self) -> None:
         await self._client.aclose()
 
-    async def _send(self, method: str, path: str, **kwargs: Any) -> httpx2.Response:
+    async def _send(
+        self, method: str, path: str, client: httpx2.AsyncClient | None = None, **kwargs: Any
+    ) -> httpx2.Response:
         try:
-            response = await self._client.request(method, path, **kwargs)
+            response = await (client or self._client).request(method, self._url(path), **kwargs)
         except httpx2.TransportError as err:
             raise Unreachable(f"{self.server}: {_transport_text(err)}", tls=tls_refused(err)) from None
         if response.status_code >= 400:
             raise _api_error(response.status_code, response.content)
         return response
+
+    def _url(self, path: str) -> httpx2.URL:
+        url = self._urls.get(path)
+        if url is None:
+            if len(self._urls) >= URL_CACHE:
+                self._urls.clear()
+            url = self._urls[path] = httpx2.URL(self._base + path.lstrip("/"))
+        return url
 
     async def get(self, path: str, params: Mapping[str, str] | None = None) -> JSON:
         response = await self._send("GET", path, params=params)
@@ -165,8 +188,14 @@ class ApiServer:
             await response.aclose()
 
     async def probe(self) -> None:
-        """One request that needs the credentials: a wrong server, CA or token fails here, at start-up."""
-        await self.get("/api/v1/namespaces/kube-node-lease")
+        """One request that needs the credentials: a wrong server, CA or token fails here, at start-up.
+
+        Made over HTTP/1.1: to an unauthenticated HTTP/2 request the API server answers 401 with
+        ``Connection: close``, which Go's server turns into a GOAWAY (``UnauthenticatedHTTP2DOSMitigation``,
+        k8s.io/apiserver ``pkg/endpoints/filters/authentication.go`` at v0.37.2), and httpcore reports the
+        closing connection instead of the 401."""
+        async with httpx2.AsyncClient(**{**self._params, "http2": False}) as client:
+            await self._send("GET", "/api/v1/namespaces/kube-node-lease", client)
 
 
 _JSON_BODY = {"Content-Type": "application/json"}

@@ -8,10 +8,19 @@ What it does, as the kubelet does it (``pkg/kubelet``, read at v1.37):
 - **renews its Lease** in ``kube-node-lease`` every quarter of ``nodeLeaseDurationSeconds``, creating it
   owned by the Node when it is missing; failures are retried with the lease controller's backoff (200 ms
   doubling to 7 s);
-- **posts its status** every ``nodeStatusUpdateFrequency`` when the Node's conditions differ from its own
+- **posts its status** every ``nodeStatusUpdateFrequency`` when the Node's conditions (as the shared Node
+  watch shows them, :class:`~kubeletemu.nodes.informer.NodeInformer`) differ from its own
   (the node lifecycle controller marked it Unknown while the API server was away, someone edited it), else
   every ``nodeStatusReportFrequency``;
-- **watches its pods** (``fieldSelector spec.nodeName=<node>``) and handles them in creation order
+- **paces both as the kubelet does**: each wait is its interval plus up to 4 % jitter, measured from the end
+  of the previous write (``wait.JitterUntil(..., 0.04, sliding=true)``: the kubelet's ``syncNodeStatus`` in
+  ``pkg/kubelet/kubelet.go`` and the lease controller's ``Run`` in component-helpers
+  ``apimachinery/lease/controller.go``, both at v1.37.2). Kubelets start at different moments, so their
+  heartbeats are spread over the interval; nodes started together in one process would beat together, so
+  each node's first wait is shortened to its own ``phase`` of the interval (never lengthened: no gap is
+  longer than the kubelet's);
+- **sees its pods** as its own watch (``fieldSelector spec.nodeName=<node>``) would show them, through the
+  process's one shared watch (:mod:`.informer`), and handles them in creation order
   (``HandlePodAdditions``): a new pod is admitted by the node's emulator; refused, it is Failed with the
   handler's reason and ``Pod was rejected: <message>`` and a Warning Event (``rejectPod``); admitted, it is
   Pending with its containers being created, then Running after the group's start-up latency;
@@ -19,7 +28,7 @@ What it does, as the kubelet does it (``pkg/kubelet``, read at v1.37):
   what it held), its final status written, and its object deleted with grace period 0 and a UID precondition
   (the status manager's ``syncPod`` once ``canBeDeleted``), so ``kubectl delete pod`` completes; a pod deleted
   outright (``--force``) is released when the watch says so;
-- **after any gap** (start-up, a restart, the API server away) it lists its pods again: an admitted pod the
+- **after any gap** (start-up, a restart, the API server away) its pods are listed again: an admitted pod the
   API server no longer has is released, one still Pending goes on to Running, a pod not yet seen is admitted.
   The admitted pods and their allocations come from the state directory, so a restart loses nothing.
 """
@@ -42,6 +51,7 @@ from kubeletemu.fleet.workload import stable_seed
 from kubeletemu.manifest import ManifestError, pod_from_manifest
 from kubeletemu.nodes import objects
 from kubeletemu.nodes.api import MERGE, ApiError, ApiServer, Unreachable
+from kubeletemu.nodes.informer import Backoff, NodeInformer, PodInformer
 from kubeletemu.nodes.spec import MemberGroup
 from kubeletemu.pod import compute_qos
 from kubeletemu.versions.gates import binary_version, effective_gates
@@ -49,29 +59,17 @@ from kubeletemu.versions.gates import binary_version, effective_gates
 JSON = dict[str, Any]
 log = structlog.get_logger("kubeletemu.nodes")
 
-PODS = "/api/v1/pods"
 NODES = "/api/v1/nodes"
 LEASES = f"/apis/coordination.k8s.io/v1/namespaces/{objects.LEASE_NAMESPACE}/leases"
 TERMINAL = frozenset({"Failed", "Succeeded"})
-# The lease controller's retry backoff (component-helpers lease controller: 200 ms doubling, at most 7 s).
-BACKOFF_FIRST_S = 0.2
-BACKOFF_MAX_S = 7.0
-# client-go's reflector ends each watch after a random 5 to 10 minutes (minWatchTimeout 5 min).
-WATCH_TIMEOUT_S = (300, 600)
+# wait.JitterUntil's jitter factor in both of the kubelet's heartbeat loops (see the module's docstring).
+JITTER = 0.04
 _RETRIED_CODES = frozenset({429, 500, 502, 503, 504})
 
 
-@dataclass
-class Backoff:
-    delay: float = BACKOFF_FIRST_S
-
-    def next(self) -> float:
-        current = self.delay
-        self.delay = min(self.delay * 2, BACKOFF_MAX_S)
-        return current
-
-    def reset(self) -> None:
-        self.delay = BACKOFF_FIRST_S
+def jittered(interval: float) -> float:
+    """``wait.Jitter(interval, 0.04)``: the interval plus a random 0 to 4 % of it."""
+    return interval * (1 + random.random() * JITTER)
 
 
 def retriable(err: Exception) -> bool:
@@ -130,11 +128,17 @@ class NodeMember:
         emulator: NodeEmulator,
         api: ApiServer,
         address: str,
+        pods: PodInformer,
         seed: int = 1,
         clock: Callable[[], datetime.datetime] = objects.utc_now,
         writer: CheckpointWriter | None = None,
+        phase: float = 1.0,
+        nodes: NodeInformer | None = None,
     ) -> None:
         self.name = name
+        self.pods = pods
+        self.nodes = nodes  # the Node as last seen (else read with a GET, as the kubelet's retries do)
+        self.phase = min(max(phase, 0.0), 1.0)  # the share of each interval its first wait lasts
         self.group = group
         self.emulator = emulator
         self.api = api
@@ -144,7 +148,7 @@ class NodeMember:
         self.disk = writer if writer is not None else CheckpointWriter(f"nodes-writer-{name}")
         self.uid = ""
         self.registered = asyncio.Event()
-        self.synced = asyncio.Event()  # the first list of its pods handled
+        self.synced = asyncio.Event()  # its pods as first listed handled
         self.stats = MemberStats()
         self._rejected: set[str] = set()  # UIDs refused here (their Failed status is the API server's now)
         self._finishing: set[str] = set()  # UIDs whose deletion is being completed
@@ -172,7 +176,8 @@ class NodeMember:
             async with asyncio.TaskGroup() as group:
                 group.create_task(self._lease_loop())
                 group.create_task(self._status_loop())
-                group.create_task(self._pod_loop())
+                await self.pods.join(self)
+                self.synced.set()
         finally:
             for task in [*self._tasks.values(), *self._background]:
                 task.cancel()
@@ -240,22 +245,32 @@ class NodeMember:
 
     async def _status_loop(self) -> None:
         beats = self.group.heartbeats
+        wait = beats.status_update_s * self.phase
+        failing = False
         while True:
-            await asyncio.sleep(beats.status_update_s)
+            await asyncio.sleep(wait)
+            wait = jittered(beats.status_update_s)
             try:
-                node = await self.api.get(f"{NODES}/{self.name}", {"resourceVersion": "0"})
+                node = self.nodes.node(self.name) if self.nodes is not None else None
+                if node is None:
+                    node = await self.api.get(f"{NODES}/{self.name}", {"resourceVersion": "0"})
                 since = self._transitions(node)
                 changed = since != self._since
                 if changed or time.monotonic() - self._last_report >= beats.status_report_s:
                     self._since = since
                     await self._post_status()
+                failing = False
             except (Unreachable, ApiError) as err:
-                log.warning("node status not posted", node=self.name, error=str(err))
+                if not failing:  # once per outage: a thousand nodes would say it a thousand times
+                    log.warning("node status not posted", node=self.name, error=str(err))
+                failing = True
 
     async def _lease_loop(self) -> None:
         beats = self.group.heartbeats
         path = f"{LEASES}/{self.name}"
         backoff = Backoff()
+        wait = beats.lease_renew_s * self.phase  # after the first renewal (or creation), at once
+        failing = False
         while True:
             now = self.clock()
             renew = {
@@ -275,53 +290,22 @@ class NodeMember:
                     await self.api.create(LEASES, lease)
                 self.stats.lease_renewals += 1
                 backoff.reset()
-                await asyncio.sleep(beats.lease_renew_s)
+                failing = False
+                await asyncio.sleep(wait)
+                wait = jittered(beats.lease_renew_s)
             except (Unreachable, ApiError) as err:
-                log.warning("lease not renewed", node=self.name, error=str(err))
+                if not failing:
+                    log.warning("lease not renewed", node=self.name, error=str(err))
+                failing = True
                 await asyncio.sleep(backoff.next())
 
     # ---- pods -------------------------------------------------------------------------------------------
 
-    async def _pod_loop(self) -> None:
-        selector = {"fieldSelector": f"spec.nodeName={self.name}"}
-        version: str | None = None
-        backoff = Backoff()
-        away = False
-        while True:
-            try:
-                if version is None:
-                    items, version = await self.api.list(PODS, selector)
-                    self.sync(items)
-                    self.synced.set()
-                    if away:
-                        self.stats.reconnects += 1
-                        log.info("pods listed again", node=self.name, pods=len(items))
-                    away = False
-                    backoff.reset()
-                timeout = random.randint(*WATCH_TIMEOUT_S)
-                params = {**selector, "resourceVersion": version, "timeoutSeconds": str(timeout)}
-                async for kind, obj in self.api.watch(PODS, params):
-                    version = str(_meta(obj).get("resourceVersion") or version)
-                    if kind == "DELETED":
-                        self.deleted(obj)
-                    elif kind in ("ADDED", "MODIFIED"):
-                        self.changed(obj)
-            except ApiError as err:
-                if err.code != 410:  # 410 Gone: the version is too old, list again at once
-                    log.warning("pod watch failed", node=self.name, error=str(err))
-                    away = True
-                    await asyncio.sleep(backoff.next())
-                version = None
-            except Unreachable as err:
-                if not away:
-                    log.warning("API server unreachable", node=self.name, error=str(err))
-                away = True
-                version = None
-                await asyncio.sleep(backoff.next())
-
-    def sync(self, items: list[JSON]) -> None:
+    def sync(self, items: list[JSON], *, after_gap: bool = False) -> None:
         """The node's pods as a fresh list shows them: what went away while unseen is released, the rest
         handled in creation order, an admitted pod not yet Running carried on to Running."""
+        if after_gap:
+            self.stats.reconnects += 1
         present = {str(_meta(raw).get("uid")): raw for raw in items}
         for uid in self.emulator.registry.uids():
             if uid not in present:

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 import yaml
 
@@ -331,6 +332,57 @@ def test_a_restart_loses_nothing(cluster: ControlPlane, start_nodes: Callable[..
     wait_for("the 7-CPU pod Running", lambda: phase_of(cluster, f"{group}-seven", "Running"))
 
 
+def watches(plane: ControlPlane, resource: str) -> int:
+    """Watches of a resource the API server is serving now (its ``apiserver_longrunning_requests``)."""
+    metrics = plane.kubectl("get", "--raw", "/metrics").stdout
+    return sum(
+        int(float(line.rsplit(" ", 1)[1]))
+        for line in metrics.splitlines()
+        if line.startswith("apiserver_longrunning_requests{")
+        and f'resource="{resource}"' in line
+        and 'subresource=""' in line
+        and 'verb="WATCH"' in line
+    )
+
+
+def connections_to(pid: int, port: int) -> int:
+    """The process's established TCP connections to ``port`` on loopback."""
+    return sum(
+        1
+        for c in psutil.Process(pid).net_connections("tcp")
+        if c.raddr and c.raddr.port == port and c.status == psutil.CONN_ESTABLISHED
+    )
+
+
+def test_sixty_nodes_share_one_watch_and_one_connection(
+    cluster: ControlPlane, start_nodes: Callable[..., NodesProcess]
+) -> None:
+    """60 nodes in one process hold one pod watch, one Node watch and one connection between them (a
+    kubelet each would hold 60 of each watch, each kubelet its own connection), all report Ready, and
+    each pod bound to one of them is admitted by that node alone: its own address in the status, its own
+    NUMA state deciding."""
+    before = {kind: watches(cluster, kind) for kind in ("pods", "nodes")}
+    process = start_nodes(count=60)
+    assert process.popen is not None
+    group = group_of(process)
+    table = cluster.kubectl("get", "nodes", "-l", f"kubeletemu-e2e={group}", "--no-headers").stdout
+    assert [line.split()[1] for line in table.splitlines()] == ["Ready"] * 60
+    assert {kind: watches(cluster, kind) - count for kind, count in before.items()} == {"pods": 1, "nodes": 1}
+    assert connections_to(process.popen.pid, cluster.api_port) == 1
+    # Nodes 0, 31 and 59 take an 8-CPU pod each (NUMA node 1); node 31 a second one, which only NUMA node
+    # 0 could hold, and it has 7: refused there, by node 31's own state.
+    for index in (0, 31, 59):
+        create(cluster, pod(f"{group}-on{index}", group, 8, node=f"{group}-{index:03d}"))
+    for index in (0, 31, 59):
+        name = f"{group}-on{index}"
+        running = wait_for(f"{name} Running", lambda name=name: phase_of(cluster, name, "Running"))
+        assert running["status"]["hostIP"] == f"10.128.0.{index + 1}"
+    create(cluster, pod(f"{group}-second", group, 8, node=f"{group}-031"))
+    refused = wait_for("the second pod on node 31", lambda: phase_of(cluster, f"{group}-second", "Failed"))
+    assert refused["status"]["reason"] == "TopologyAffinityError"
+    assert watches(cluster, "pods") - before["pods"] == 1  # the pods' events came over the same watch
+
+
 class Proxy:
     """A TCP forwarder on loopback between the nodes and the API server: cut, the API server is away for
     the nodes (connections reset, new ones refused) while it runs on for kubectl."""
@@ -355,6 +407,11 @@ class Proxy:
     def cut(self) -> None:
         with self._lock:
             if self._listener is not None:
+                # shutdown() wakes the thread blocked in accept(); close() alone leaves that accept() to
+                # take one more connection, which (one HTTP/2 connection carrying every request) would
+                # end the outage at once.
+                with contextlib.suppress(OSError):
+                    self._listener.shutdown(socket.SHUT_RDWR)
                 self._listener.close()
                 self._listener = None
             for s in self._sockets:
@@ -369,8 +426,11 @@ class Proxy:
                 client, _ = listener.accept()
             except OSError:
                 return
-            upstream = socket.create_connection(self.upstream)
             with self._lock:
+                if self._listener is not listener:  # cut meanwhile
+                    client.close()
+                    return
+                upstream = socket.create_connection(self.upstream)
                 self._sockets += [client, upstream]
             for a, b in ((client, upstream), (upstream, client)):
                 threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
