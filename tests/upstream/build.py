@@ -205,7 +205,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     # The node topology exporters (tests/upstream/exporters.py), the fake CRI the real kubelet runs over
     # (tests/upstream/kubelet.py) and scheduler-plugins' scheduler with its kube-scheduler
-    # (tests/upstream/scheduler_plugins.py) are pinned apart from Kubernetes: built once whatever --version says.
+    # (tests/upstream/scheduler_plugins.py) are pinned apart from Kubernetes: built once whatever --version
+    # says.
     from tests.upstream import exporters, kubelet, scheduler_plugins
 
     tools = (*exporters.PINS, kubelet.FAKECRI)
