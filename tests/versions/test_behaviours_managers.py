@@ -149,7 +149,8 @@ def test_same_pod_without_pod_level_resources_is_pinned_in_every_version(four_no
 
 
 @pytest.mark.parametrize(
-    ("version", "served"), [("1.34", True), ("1.35", True), ("1.36", False), ("master", False)]
+    ("version", "served"),
+    [("1.34", True), ("1.35", True), ("1.36", False), ("1.37", False), ("master", False)],
 )
 def test_pod_level_pod_with_the_gate_off(four_nodes: Machine, version: str, served: bool) -> None:
     """``PodLevelResources`` off: 1.34 and 1.35 check ``Enabled(PodLevelResources) && set``, so the
@@ -157,8 +158,11 @@ def test_pod_level_pod_with_the_gate_off(four_nodes: Machine, version: str, serv
     pod-features handler refuses the pod; 1.36 (kubernetes#134768) skips unless both pod-level gates are on,
     so the managers give nothing and the same handler refuses."""
     gates = {"PodLevelResources": False}
-    if version in ("1.36", "master"):  # on by default there, and it depends on PodLevelResources
+    if version in ("1.36", "1.37", "master"):  # on by default there, and it depends on PodLevelResources
         gates["InPlacePodLevelResourcesVerticalScaling"] = False
+    if version in ("1.37", "master"):  # v1.37.2's two fix gates, on by default, depend on it too
+        gates["PodLevelResourcesFixDefaulting"] = False
+        gates["PodLevelResourcesFixKubeletQOSClass"] = False
     node = pod_level_node(four_nodes, version, gates)
     report = node.would_admit(POD_LEVEL_POD)
     assert (report.admitted, report.reason) == (False, "PodLevelResourcesNotSupported")
