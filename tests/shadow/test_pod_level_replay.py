@@ -117,7 +117,7 @@ def daemon_of_pod_level_node(
             daemon.stop()
 
 
-@pytest.mark.parametrize("daemon_of_pod_level_node", ["1.36", "master"], indirect=True)
+@pytest.mark.parametrize("daemon_of_pod_level_node", ["1.36", "1.37", "master"], indirect=True)
 def test_serve_shadow_replays_pod_level_pods_without_divergence(
     daemon_of_pod_level_node: tuple[FakeKubelet, VersionedShadowDaemon],
 ) -> None:

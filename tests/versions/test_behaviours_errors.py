@@ -196,7 +196,7 @@ def test_134_gate_off_refuses_hugepages_only_at_pod_level(two_nodes: Machine) ->
 # ---- its place in the chain ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("version", ["1.36", "master"])
+@pytest.mark.parametrize("version", ["1.36", "1.37", "master"])
 def test_gate_off_alone_is_refused_at_start_up_from_136(two_nodes: Machine, version: str) -> None:
     with pytest.raises(ConfigError, match=r"InPlacePodLevelResourcesVerticalScaling is enabled, but depends"):
         node(two_nodes, version, {"PodLevelResources": False})
