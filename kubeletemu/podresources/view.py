@@ -41,10 +41,9 @@ from dataclasses import dataclass
 from kubeletemu._proto.podresources.v1 import api_pb2 as v1
 from kubeletemu._proto.podresources.v1alpha1 import api_pb2 as v1alpha1
 from kubeletemu.config import Config
-from kubeletemu.cpumanager.pod_requests import is_container_equivalent_qos_guaranteed, is_integral_cpu_amount
 from kubeletemu.emulator import NodeEmulator
 from kubeletemu.memorymanager.state.state import Block
-from kubeletemu.pod import Container, Pod, is_pod_level_resources_set
+from kubeletemu.pod import Container, Pod
 from kubeletemu.podresources.fingerprint import (
     METHOD_WITH_EXCLUSIVE_RESOURCES,
     TERMINAL_PHASES,
@@ -61,11 +60,8 @@ from kubeletemu.versions.version import MASTER
 GATE_GET = "KubeletPodResourcesGet"
 GATE_DYNAMIC_RESOURCES = "KubeletPodResourcesDynamicResources"
 GATE_LIST_USE_ACTIVE_PODS = "KubeletPodResourcesListUseActivePods"
-# The registry row (versions/data/behaviours/podresources.json) of the pod-level fields (master only).
+# The registry row (versions/data/behaviours/podresources.json) of the pod-level fields (from 1.37).
 POD_LEVEL_FIELDS = "podresources.pod-level-resources"
-# 1.37: a container sharing its pod's pod-level allocation reports no CPUs or memory of its own.
-CONTAINER_ISOLATION = "podresources.container-isolation"
-GATE_POD_LEVEL_RESOURCE_MANAGERS = "PodLevelResourceManagers"
 # Defaults in master (Get and DynamicResources GA and locked since 1.36, ListUseActivePods on since 1.34),
 # from the kubelet's versioned feature specs; ``gate`` reads the configured kubeletVersion's.
 DEFAULT_GATES: Mapping[str, bool] = default_gates(
@@ -172,43 +168,19 @@ class _Snapshot:
         self.pod_memory = cm.memory.state.get_pod_memory_assignments()
         self.memory = cm.memory.state.get_memory_assignments()
         self.device_pods = cm.devices.pod_devices.pods()
-        # PodResources.cpu_ids / memory (fields 4, 5) are served from master on; earlier protos lack them.
-        version = emulator.config.emulator.kubelet_version
-        self.pod_level_fields = in_effect(POD_LEVEL_FIELDS, version)
-        self.isolation = in_effect(CONTAINER_ISOLATION, version) and bool(
-            effective_gates(version, emulator.config.kubelet.feature_gates).get(
-                GATE_POD_LEVEL_RESOURCE_MANAGERS
-            )
-        )
+        # PodResources.cpu_ids / memory (fields 4, 5) are served from 1.37 on; earlier protos lack them.
+        self.pod_level_fields = in_effect(POD_LEVEL_FIELDS, emulator.config.emulator.kubelet_version)
 
-    def _pod_isolated(self, pod: Pod, container: Container) -> tuple[bool, bool]:
-        """``GetResourceIsolationLevel`` of the CPU and the Memory Manager (v1.37.2 cpu_manager.go,
-        memory_manager.go) is ``pod`` for (cpus, memory): a container of a pod-level-managed pod that
-        does not qualify for exclusive CPUs / is not container-equivalent Guaranteed; ``GetCPUs`` and
-        ``GetMemory`` (container_manager_linux.go) then report nothing for it."""
-        if not self.isolation or not is_pod_level_resources_set(pod):
-            return False, False
-        guaranteed = is_container_equivalent_qos_guaranteed(container)
-        limit = container.limits.get("cpu")
-        exclusive_cpus = guaranteed and limit is not None and is_integral_cpu_amount(limit)
-        return not exclusive_cpus, not guaranteed
-
-    def fill_container(
-        self,
-        msg: v1.ContainerResources,
-        pod_uid: str,
-        name: str,
-        pod_isolated: tuple[bool, bool] = (False, False),
-    ) -> bool:
+    def fill_container(self, msg: v1.ContainerResources, pod_uid: str, name: str) -> bool:
         """``getContainerResources``. Dynamic resources stay empty: the emulator has no DRA drivers."""
         msg.name = name
         exclusive = False
         cpus = self.cpus.get(pod_uid, {}).get(name)
-        if cpus and not pod_isolated[0]:
+        if cpus:
             msg.cpu_ids.extend(cpus.list())
             exclusive = True
         blocks = self.memory.get(pod_uid, {}).get(name)
-        if blocks and not pod_isolated[1]:
+        if blocks:
             msg.memory.extend(container_memory(blocks))
             exclusive = exclusive or any(b.numa_affinity for b in blocks)
         if pod_uid in self.device_pods:
@@ -225,7 +197,7 @@ class _Snapshot:
         uid = pod.uid
         if uid in self.cpus or uid in self.memory or uid in self.device_pods:
             for c in reported_containers(pod):
-                exclusive = self.fill_container(add(), uid, c.name, self._pod_isolated(pod, c)) or exclusive
+                exclusive = self.fill_container(add(), uid, c.name) or exclusive
         else:  # most pods hold nothing: names only
             for c in reported_containers(pod):
                 add(name=c.name)
