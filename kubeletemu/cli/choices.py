@@ -12,7 +12,7 @@ TOPOLOGY_MANAGER_POLICIES = ("none", "best-effort", "restricted", "single-numa-n
 TOPOLOGY_MANAGER_SCOPES = ("container", "pod")
 
 # kubeletemu.versions.SUPPORTED: the kubelets the emulator is exact to.
-KUBELET_VERSIONS = ("1.33", "1.34", "1.35", "1.36", "master")
+KUBELET_VERSIONS = ("1.33", "1.34", "1.35", "1.36", "1.37", "master")
 
 # kubeletemu.config.emulator_config.LOG_LEVELS: the daemon's log levels.
 LOG_LEVELS = ("debug", "info", "warning", "error")

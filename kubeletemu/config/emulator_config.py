@@ -25,7 +25,7 @@ kubeletPodResourcesSocket: "" # "": <kubeletRootDir>/pod-resources/kubelet.sock
 shadowRefreshPeriod: 10s      # re-read the kubelet's state at least this often (besides inotify); 0s: never
 shutdownGracePeriod: 10s      # in-flight RPCs get this long on SIGTERM (keep TimeoutStopSec above it)
 logLevel: info                # debug | info | warning | error
-kubeletVersion: master        # the kubelet to be exact to: 1.33, 1.34, 1.35, 1.36 or master
+kubeletVersion: master        # the kubelet to be exact to: 1.33, 1.34, 1.35, 1.36, 1.37 or master
 kubeletBinary: /usr/bin/kubelet  # shadow mode: its --version picks kubeletVersion; "": use the setting
 ```
 

@@ -48,6 +48,8 @@ from kubeletemu.versions.version import MASTER
 POLICY_STATIC = "static"
 POD_ALLOCATION_ROLLBACK = "cpumanager.pod-allocation-rollback"
 METRICS_FROM_STATE = "cpumanager.metrics-from-state"
+DISTRIBUTE_BY_SOCKET = "cpumanager.distribute-align-by-socket"
+SMT_CHECK_AFTER_RESTORED = "cpumanager.smt-check-after-restored"
 RESOURCE_CPU = "cpu"
 
 
@@ -75,6 +77,12 @@ class StaticPolicy:
         self.rollback_pod_allocation = in_effect(POD_ALLOCATION_ROLLBACK, kubelet_version)
         # kubernetes#141261 too: the gauges derived from the state; before, moved by deltas.
         self.metrics_from_state = in_effect(METRICS_FROM_STATE, kubelet_version)
+        # v1.37.2: distribute-cpus-across-numa honours align-by-socket; a restored assignment is reused
+        # before the SMT check.
+        self.distribute_by_socket = self.options.align_by_socket and in_effect(
+            DISTRIBUTE_BY_SOCKET, kubelet_version
+        )
+        self.smt_check_after_restored = in_effect(SMT_CHECK_AFTER_RESTORED, kubelet_version)
         self.cpu_group_size = topology.cpus_per_core()
         self._init_runtime()
         # The NUMA nodes the per-NUMA gauge is set for, fixed for the policy's life as in the kubelet.
@@ -308,9 +316,7 @@ class StaticPolicy:
                     "cannot distribute CPUs in core-sized groups: the topology declares no cores"
                 )
             return CPUSet(
-                _take_distributed(
-                    self.topology, cpus, num_cpus, group, strategy, self.options.align_by_socket
-                )
+                _take_distributed(self.topology, cpus, num_cpus, group, strategy, self.distribute_by_socket)
             )
         return CPUSet(
             _take_packed(self.topology, cpus, num_cpus, strategy, self.options.prefer_align_by_uncore_cache)
@@ -366,11 +372,14 @@ class StaticPolicy:
             self.aligned_physical_cpu += 1
 
     def _allocate(self, state: State, pod: Pod, container: Container, num_cpus: int) -> None:
-        self._enforce_smt_alignment(state, num_cpus)
+        if not self.smt_check_after_restored:
+            self._enforce_smt_alignment(state, num_cpus)
         existing = state.get_cpu_set(pod.uid, container.name)
         if existing is not None:
             self._update_cpus_to_reuse(pod, container, existing)
             return
+        if self.smt_check_after_restored:
+            self._enforce_smt_alignment(state, num_cpus)
         hint = self.affinity.get_affinity(pod.uid, container.name)
         cpus = self.allocate_cpus(state, num_cpus, hint.affinity, self.cpus_to_reuse.get(pod.uid, CPUSet()))
         state.set_cpu_set(pod.uid, container.name, cpus)

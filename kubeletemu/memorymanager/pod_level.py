@@ -1,4 +1,4 @@
-"""The Memory Manager's pod-level allocation (``PodLevelResourceManagers``, KEP-5526; 1.36 and master).
+"""The Memory Manager's pod-level allocation (``PodLevelResourceManagers``, KEP-5526; from 1.36).
 
 Mirrors the pod-level parts of ``memorymanager/policy_static.go`` after kubernetes#134768 / #137751, as the
 code index stores its merged revision (``AllocatePod``, ``validatePodScopeResources``,

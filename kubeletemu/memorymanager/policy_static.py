@@ -1,7 +1,7 @@
 """The ``Static`` policy (``memorymanager/policy_static.go``): exclusive memory and hugepages per NUMA
 node or NUMA group for Guaranteed pods.
 
-With ``PodLevelResourceManagers`` (1.36 and master) a Guaranteed pod with ``spec.resources`` is served at
+With ``PodLevelResourceManagers`` (from 1.36) a Guaranteed pod with ``spec.resources`` is served at
 pod level: hints for the pod's own requests, one pod-level allocation (:meth:`StaticPolicy.allocate_pod`,
 see :mod:`kubeletemu.memorymanager.pod_level`) recorded in the state's pod entries, released with the
 pod's last container, and charged by the pod entry (not its containers) when a restored state is

@@ -60,7 +60,7 @@ from kubeletemu.versions.version import MASTER
 GATE_GET = "KubeletPodResourcesGet"
 GATE_DYNAMIC_RESOURCES = "KubeletPodResourcesDynamicResources"
 GATE_LIST_USE_ACTIVE_PODS = "KubeletPodResourcesListUseActivePods"
-# The registry row (versions/data/behaviours/podresources.json) of the pod-level fields (master only).
+# The registry row (versions/data/behaviours/podresources.json) of the pod-level fields (from 1.37).
 POD_LEVEL_FIELDS = "podresources.pod-level-resources"
 # Defaults in master (Get and DynamicResources GA and locked since 1.36, ListUseActivePods on since 1.34),
 # from the kubelet's versioned feature specs; ``gate`` reads the configured kubeletVersion's.
@@ -168,7 +168,7 @@ class _Snapshot:
         self.pod_memory = cm.memory.state.get_pod_memory_assignments()
         self.memory = cm.memory.state.get_memory_assignments()
         self.device_pods = cm.devices.pod_devices.pods()
-        # PodResources.cpu_ids / memory (fields 4, 5) are served from master on; earlier protos lack them.
+        # PodResources.cpu_ids / memory (fields 4, 5) are served from 1.37 on; earlier protos lack them.
         self.pod_level_fields = in_effect(POD_LEVEL_FIELDS, emulator.config.emulator.kubelet_version)
 
     def fill_container(self, msg: v1.ContainerResources, pod_uid: str, name: str) -> bool:

@@ -4,9 +4,8 @@
 ``fmt.Printf("%s %s\\n", programName, version.Get())`` with programName ``Kubernetes``; vendor builds add a
 suffix such as ``v1.35.2-eks-1234``). The minor picks the version emulated:
 
-* a supported minor (1.33 … 1.36) is emulated as itself;
-* 1.37 is emulated as ``master`` (binary version 1.37; the 1.37 release itself is not stored) and the
-  report says so;
+* a supported minor (1.33 … 1.37) is emulated as itself (never as ``master``, which shares 1.37's binary
+  version but carries changes 1.37.2 does not have);
 * a newer kubelet (``v1.38.0``) is beyond what is known: ``master`` is emulated, and reported;
 * an older one (``v1.32.4``), a binary that is missing, fails, hangs or prints something else: reported,
   and the configured ``kubeletVersion`` is emulated.
@@ -64,15 +63,6 @@ def version_from_output(output: str) -> tuple[str, str, str]:
         if version != MASTER and _minor_key(version) == key:
             return reported, version, ""
     master = _minor_key(MASTER)
-    if key == master:
-        return (
-            reported,
-            MASTER,
-            (
-                f"kubelet {reported}: the {key[0]}.{key[1]} release is not stored; emulating master "
-                f"(binary version {binary_version(MASTER)})"
-            ),
-        )
     if key > master:
         return (
             reported,

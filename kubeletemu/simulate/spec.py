@@ -10,7 +10,7 @@ topology:                      # one of host / capture / synthetic; the host whe
 config: [kubelet-config.yaml]  # KubeletConfiguration (+ EmulatorConfiguration) files; defaults otherwise
 featureGates: {TopologyManagerPolicyAlphaOptions: true}   # merged over the config's gates
 matrix:                        # each axis optional: the config's value
-  kubeletVersions: ["1.34", "1.35"]   # 1.33 ... 1.36, master; default: the config's kubeletVersion
+  kubeletVersions: ["1.34", "1.35"]   # 1.33 ... 1.37, master; default: the config's kubeletVersion
   policies: [single-numa-node]
   scopes: [container, pod]
   options: [{}, {numa-allocation-strategy: most-allocated}]

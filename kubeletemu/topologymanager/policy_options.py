@@ -4,7 +4,7 @@ Each option has a maturity level; alpha options need the ``TopologyManagerPolicy
 default), beta options ``TopologyManagerPolicyBetaOptions`` (on by default). The levels follow the emulated
 kubelet version (:func:`option_levels`, from ``kubeletemu.versions.policy_options``:
 ``max-allowable-numa-nodes`` is beta before 1.35); the KEP-6007 options exist at ``master`` only (behaviour
-``topologymanager.kep6007-options``): 1.33 … 1.36 know neither draft and refuse them as unknown. The
+``topologymanager.kep6007-options``): 1.33 … 1.37 know neither draft and refuse them as unknown. The
 lower-case error strings are the kubelet's since v1.33, the oldest version emulated.
 
 Before any option is parsed, the kubelet's ``run`` (``cmd/kubelet/app/server.go``, v1.33.13 … v1.36.3) refuses

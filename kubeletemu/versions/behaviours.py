@@ -8,8 +8,8 @@ and the documented table is generated from the same data by :func:`table_markdow
 equal), so they cannot drift.
 
 A JSON file holds ``{"behaviours": [{"key", "component", "title", "before", "changes": [{"since",
-"summary", "ref"}, ...]}, ...]}``; ``since`` is a supported minor (``"1.34"``) or ``"master"``. A row may
-carry a ``source`` (what was read, at which commit), which the table does not show.
+"summary", "ref"}, ...]}, ...]}``; ``since`` is a supported minor (``"1.34"``) or ``"master"`` (after 1.37).
+A row may carry a ``source`` (what was read, at which commit), which the table does not show.
 """
 
 from __future__ import annotations
@@ -20,8 +20,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-from kubeletemu.versions.gates import binary_version
-from kubeletemu.versions.version import MASTER, SUPPORTED
+from kubeletemu.versions.version import MASTER, SUPPORTED, version_order
 
 
 @dataclass(frozen=True)
@@ -42,9 +41,10 @@ class Behaviour:
     changes: tuple[Change, ...]
 
 
-def _key(version: str) -> tuple[int, int]:
-    major, minor = binary_version(version).split(".")[:2]
-    return int(major), int(minor)
+def _key(version: str) -> int:
+    # SUPPORTED's order: master comes after 1.37 (both binary version 1.37), so a change recorded for
+    # 1.37 is in master too, and one recorded for master only is not in 1.37.
+    return version_order(version)
 
 
 @cache

@@ -38,10 +38,13 @@ GATE_REFS: Mapping[str, tuple[str, Mapping[str, str]]] = {
     "TopologyManagerPolicyOptions": ("KEP-3545", {"1.36": "kubernetes#136380"}),
     "MemoryManager": ("KEP-1769", {"1.36": "kubernetes#136381"}),
     "PodLevelResources": ("KEP-2837", {"1.34": "kubernetes#132999"}),
-    "PodLevelResourceManagers": ("KEP-5526", {"1.36": "kubernetes#134768"}),
+    "PodLevelResourceManagers": (
+        "KEP-5526",
+        {"1.36": "kubernetes#134768", "1.37": "kubernetes#140573, kubernetes#141209"},
+    ),
     "InPlacePodVerticalScaling": ("KEP-1287", {}),
     "InPlacePodLevelResourcesVerticalScaling": ("KEP-5419", {"1.36": "kubernetes#137684"}),
-    "SidecarContainers": ("KEP-753", {"master": "kubernetes#137755"}),
+    "SidecarContainers": ("KEP-753", {"1.37": "kubernetes#137755"}),
     "LegacySidecarContainers": ("KEP-753", {"1.34": "kubernetes#131463"}),
     "DevicePluginCDIDevices": ("KEP-4009", {"1.34": "kubernetes#132083"}),
     "DynamicResourceAllocation": ("KEP-4381", {}),
@@ -93,10 +96,12 @@ def _option_rows(
     rows = []
     for option, steps in table.items():
         cells = []
-        for version in versions:
+        for index, version in enumerate(versions):
             level = policy_options.maturity_at({option: steps}, version)[option]
             minor = binary_version(version)
-            landed = [s.pr for s in steps if s.since == minor and s.pr]
+            # master shares 1.37's binary version: a step lands in the first column of its minor only.
+            first = index == 0 or binary_version(versions[index - 1]) != minor
+            landed = [s.pr for s in steps if first and s.since == minor and s.pr]
             cells.append(f"{level} ({landed[0]})" if landed else level)
         rows.append(Row(f"{component}: option `{option}`", tuple(cells)))
     return rows

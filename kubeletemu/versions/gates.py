@@ -5,10 +5,14 @@ k8s.io/kubernetes ``pkg/features/kube_features.go`` plus the component-base (log
 client-go gates registered into the same ``--feature-gates`` flag. Which commit each version was read at is
 recorded in the file (:func:`provenance`).
 
-Semantics mirrored from k8s.io/component-base ``featuregate/feature_gate.go`` (v0.33.0 … v0.36.0):
+Semantics mirrored from k8s.io/component-base ``featuregate/feature_gate.go`` (v0.33.0 … v0.37.2):
 
 * the spec in effect is the last entry whose ``Version`` is <= the emulated version
-  (``featureSpecAtEmulationVersion``); the kubelet emulates its own binary version;
+  (``featureSpecAtEmulationVersion``); the kubelet emulates its own binary version. From v0.37 an entry
+  may carry a ``MinCompatibilityVersion`` and is then skipped unless the minimum compatibility version
+  is at least that (``featureSpecAtEmulationAndMinCompatVersion``); the kubelet's is one minor below its
+  binary version (``NewVersionedFeatureGate``; it has no flag to change it), so such an entry of its own
+  release is never in effect (1.37.2: ``DRAFractionalCapacityRange``'s on-by-default Beta);
 * ``AllAlpha`` and ``AllBeta`` are known to every gate set (``defaultFeatures``), alpha/beta, off;
 * ``SetFromMap`` refuses an unknown name (``unrecognized feature gate: NAME``, and stops there), and a
   locked gate set to the other value (``cannot set feature gate NAME to V, feature is locked to D``);
@@ -91,7 +95,13 @@ def _gates(version: str) -> Mapping[str, GateSpec]:
     emulated = _key(entry["binaryVersion"])
     out: dict[str, GateSpec] = {}
     for name, specs in entry["gates"].items():
-        in_effect = [s for s in specs if _key(s["version"]) <= emulated]
+        min_compat = (emulated[0], emulated[1] - 1)
+        in_effect = [
+            s
+            for s in specs
+            if _key(s["version"]) <= emulated
+            and ("minCompatibilityVersion" not in s or _key(s["minCompatibilityVersion"]) <= min_compat)
+        ]
         if in_effect:
             last = in_effect[-1]
             out[name] = GateSpec(bool(last["default"]), str(last["stage"]), bool(last["locked"]))
@@ -105,9 +115,9 @@ def _gates(version: str) -> Mapping[str, GateSpec]:
 def feature_gates(version: str = MASTER) -> dict[str, GateSpec]:
     """Every gate the kubelet of ``version`` knows, with the spec in effect at that version.
 
-    ``master`` is kubernetes master as vendored on 2026-06-21, binary version 1.37 (see
-    :func:`provenance`); ``1.36`` is master three days after the release-1.36 branch cut (no copy pinned to
-    v1.36.x was found). Raises ``ValueError`` for an unsupported version.
+    ``1.37`` is k8s.io/kubernetes v1.37.2, and so is ``master`` (master itself is not served by the module
+    proxy; see :func:`provenance`); ``1.36`` is master three days after the release-1.36 branch cut, whose
+    specs v1.36.3 has too. Raises ``ValueError`` for an unsupported version.
     """
     return dict(_gates(parse_version(version)))
 

@@ -1,7 +1,7 @@
 """Generate ``data/feature_gates.json`` from the kubelet's versioned feature specs.
 
 Run as ``python -m kubeletemu.versions.generate SRC_DIR [--out FILE]``. ``SRC_DIR`` holds one directory per
-supported version (``1.33`` … ``1.36``, ``master``), each with the verbatim Go text read from the sources
+supported version (``1.33`` … ``1.37``, ``master``), each with the verbatim Go text read from the sources
 named in :data:`SOURCES`::
 
     SRC_DIR/<version>/kube_features.go                                  k8s.io/kubernetes pkg/features
@@ -10,7 +10,8 @@ named in :data:`SOURCES`::
     SRC_DIR/<version>/component-base/zpages/features/kube_features.go
     SRC_DIR/<version>/client-go/features/known_features.go              k8s.io/client-go
 
-e.g. ``git -C <mirror> show <commit>:vendor/k8s.io/kubernetes/pkg/features/kube_features.go``. The Go files
+Every version's text is also in a Go module the proxy serves (:data:`MODULES`: ``go mod download`` puts it
+in the module cache; tests/versions/feature_sources.py lays SRC_DIR out from there). The Go files
 stay out of this repository: the generator reads text and writes facts (per gate: the list of
 ``{Version, Default, PreRelease, LockToDefault}`` entries, and from 1.35 the declared dependencies). No Go
 code is carried over.
@@ -44,25 +45,59 @@ KUBE_FEATURES = "pkg/features/kube_features.go"
 
 @dataclass(frozen=True)
 class Source:
-    """Where one version's Go text was read (``repo`` at ``commit``, ``path``)."""
+    """Where one version's Go text was read: ``repo`` at ``commit``, ``path``; or, for a tree read from the
+    Go module proxy (no commit in it), the module zip's ``module_hash`` (go.sum's ``h1:``)."""
 
     repo: str
     path: str
     commit: str
     pinned: str
     note: str = ""
+    module_hash: str = ""
 
     def as_json(self) -> dict[str, str]:
         out = {"repo": self.repo, "path": self.path, "commit": self.commit, "pinned": self.pinned}
+        if self.module_hash:
+            out["moduleHash"] = self.module_hash
         if self.note:
             out["note"] = self.note
         return out
+
+
+@dataclass(frozen=True)
+class Module:
+    """The Go modules holding a version's text: ``k8s.io/kubernetes`` at ``kubernetes`` and
+    ``k8s.io/component-base`` / ``k8s.io/client-go`` at ``staging``; ``note`` says how they relate to the
+    tree the data cites."""
+
+    kubernetes: str
+    staging: str
+    note: str
 
 
 _VENDORED = "vendor/k8s.io/kubernetes/" + KUBE_FEATURES
 _AWS_TI = "kubernetes-sigs/provider-aws-test-infra"
 _AWS_TI_PIN = "k8s.io/kubernetes v0.0.0 => ../../k8s.io/kubernetes (a checkout of master, bumped by date)"
 _KNI = "openshift-kni/scheduler-plugins"
+
+
+def _v1_37_2(note: str) -> tuple[str, Source, tuple[str, str], tuple[str, str]]:
+    """k8s.io/kubernetes v1.37.2 and its staging modules, as the module proxy serves them (go.sum hashes)."""
+    source = Source(
+        "kubernetes/kubernetes",
+        KUBE_FEATURES,
+        "",
+        "k8s.io/kubernetes v1.37.2",
+        note=note,
+        module_hash="h1:A2VDEiObzkYqFTKhSsn0ZEb0RlLEXpHWj93gi2HqEwE=",
+    )
+    return (
+        "1.37",
+        source,
+        ("v0.37.2", "h1:Ia9IKTg1yWrUntJU5lVetapkC9pXlLg9L6P3R1IkbcY="),
+        ("v0.37.2", "h1:sgFtyRZukGkOrsu+QgS7LYnbFFJ5ut3MchdBNduD//E="),
+    )
+
 
 # version -> (binary version of the source, kube_features.go source, component-base tag+commit,
 # client-go tag+commit)
@@ -106,18 +141,29 @@ SOURCES: dict[str, tuple[str, Source, tuple[str, str], tuple[str, str]]] = {
         ("v0.36.0", "5234ccbbe884ef2814dd12090d1e5fb64220b8bd"),
         ("v0.36.0", "569c9fe8ddfece1bade17fc91a4e28e11701593e"),
     ),
-    "master": (
-        "1.37",
-        Source(
-            _AWS_TI,
-            _VENDORED,
-            "a48b950ac10ed52ac654498580305036cb81b87b",
-            _AWS_TI_PIN,
-            note="kubernetes master vendored on 2026-06-21 ('Bump k8s on 06/21/2026'); binary version 1.37.",
-        ),
-        ("v0.37.0-alpha.1", "d349320012c23d3d0510a66d25870a6d502787c4"),
-        ("v0.37.0-alpha.1", "03e8332009054f26064ddaa2d72fb4ba292274d3"),
+    "1.37": _v1_37_2("Read from the Go module proxy's zip of k8s.io/kubernetes v1.37.2 (2026-10-27)."),
+    "master": _v1_37_2(
+        "master is ordered after 1.37 and carries 1.37.2's gates: kubernetes master itself is not "
+        "served by the module proxy. Until 1.37 was added these were master as vendored on "
+        "2026-06-21 (kubernetes-sigs/provider-aws-test-infra "
+        "a48b950ac10ed52ac654498580305036cb81b87b, component-base and client-go v0.37.0-alpha.1), "
+        "a pre-release 1.37 that v1.37.2 differs from in 60 gates (28 added, "
+        "PreventStaticPodAPIReferences removed, 31 with other specs, e.g. PodLevelResourceManagers "
+        "beta)."
     ),
+}
+
+# The module trees holding each version's text. Where the cited tree is a release (the vendored copies of
+# 1.33 … 1.35 pin k8s.io/kubernetes v1.33.3, v1.34.7, v1.35.4), that release: its file is the vendored one.
+# 1.36 cites a master snapshot the proxy does not serve; its release pin (tests/upstream/pins.py, v1.36.3)
+# is read instead, and gives the same specs. The staging modules are the tags SOURCES cites.
+MODULES: dict[str, Module] = {
+    "1.33": Module("v1.33.3", "v0.33.0", "the release the cited vendored copy pins"),
+    "1.34": Module("v1.34.7", "v0.34.0", "the release the cited vendored copy pins"),
+    "1.35": Module("v1.35.4", "v0.35.0", "the release the cited vendored copy pins"),
+    "1.36": Module("v1.36.3", "v0.36.0", "the pinned release: the cited master snapshot is not served"),
+    "1.37": Module("v1.37.2", "v0.37.2", "the cited release"),
+    "master": Module("v1.37.2", "v0.37.2", "the cited release (master is not served)"),
 }
 
 _EXTRA_FILES = (
@@ -201,15 +247,20 @@ def _spec(fields_text: str) -> dict[str, Any]:
         ver = "0.0"
     else:
         raise GenerateError(f"unreadable Version: {raw_version}")
-    if "MinCompatibilityVersion" in fields:
-        raise GenerateError("MinCompatibilityVersion is not modelled")
     stage = fields["PreRelease"].rsplit(".", 1)[-1]
-    return {
+    spec: dict[str, Any] = {
         "version": ver,
         "default": fields["Default"] == "true",
         "stage": stage,
         "locked": fields.get("LockToDefault", "false") == "true",
     }
+    if "MinCompatibilityVersion" in fields:
+        # component-base v0.37: a spec used only when the minimum compatibility version is at least this.
+        m = _MUST_PARSE_RE.search(fields["MinCompatibilityVersion"])
+        if m is None:
+            raise GenerateError(f"unreadable MinCompatibilityVersion: {fields['MinCompatibilityVersion']}")
+        spec["minCompatibilityVersion"] = m.group(1)
+    return spec
 
 
 def parse_specs(text: str) -> dict[str, list[dict[str, Any]]]:
@@ -261,7 +312,8 @@ def generate(src_dir: Path) -> dict[str, Any]:
                     continue
                 gates[name] = specs
                 origin[name] = f"{sub}/{rel}"
-            extra_sources.append({"repo": repo, "path": rel, "tag": tag, "commit": commit})
+            pin = {"moduleHash": commit} if commit.startswith("h1:") else {"commit": commit}
+            extra_sources.append({"repo": repo, "path": rel, "tag": tag, **pin})
         versions[ver] = {
             "binaryVersion": binary,
             "source": source.as_json(),
@@ -282,14 +334,14 @@ def generate(src_dir: Path) -> dict[str, Any]:
 
 _SPEC_LINES_RE = re.compile(
     r"\{\n\s+(\"version\": [^\n]*)\n\s+(\"default\": [^\n]*)\n\s+(\"stage\": [^\n]*)\n"
-    r"\s+(\"locked\": [^\n]*)\n\s+\}"
+    r"\s+(\"locked\": [^\n]*?)(?:\n\s+(\"minCompatibilityVersion\": [^\n]*))?\n\s+\}"
 )
 
 
 def dumps(data: dict[str, Any]) -> str:
     """Indented JSON with one spec per line (a reviewable diff when a version is added)."""
     text = json.dumps(data, indent=1)
-    return _SPEC_LINES_RE.sub(lambda m: "{" + " ".join(m.groups()) + "}", text) + "\n"
+    return _SPEC_LINES_RE.sub(lambda m: "{" + " ".join(g for g in m.groups() if g) + "}", text) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:

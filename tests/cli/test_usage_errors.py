@@ -71,7 +71,10 @@ def test_a_misspelled_flag_is_named_not_the_missing_one(tmp_path: Path) -> None:
         ),
         (
             ("would-admit", "-f", "pod.yaml", "--kubelet-version", "1.29"),
-            'kubeletemu: --kubelet-version: kubeletVersion "1.29": supported: 1.33, 1.34, 1.35, 1.36, master',
+            (
+                'kubeletemu: --kubelet-version: kubeletVersion "1.29": supported: '
+                "1.33, 1.34, 1.35, 1.36, 1.37, master"
+            ),
         ),
         (
             ("serve", "--log-level", "verbose"),

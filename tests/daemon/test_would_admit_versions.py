@@ -141,7 +141,7 @@ def test_pod_level_requests_count_from_1_34(make_daemon: MakeDaemon, tmp_path: P
     assert "REJECTED OutOfcpu" in newer.stdout
     unknown = cli("would-admit", "-f", "pod.yaml", "--kubelet-version", "1.29")
     assert unknown.returncode == 2
-    assert 'kubeletVersion "1.29": supported: 1.33, 1.34, 1.35, 1.36, master' in unknown.stderr
+    assert 'kubeletVersion "1.29": supported: 1.33, 1.34, 1.35, 1.36, 1.37, master' in unknown.stderr
 
 
 def cli_runner(daemon: DaemonProcess, tmp_path: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
@@ -162,7 +162,7 @@ def cli_runner(daemon: DaemonProcess, tmp_path: Path) -> Callable[..., subproces
     return run
 
 
-@pytest.mark.parametrize("version", ["1.29", "latest", "1.37"])
+@pytest.mark.parametrize("version", ["1.29", "latest", "1.38"])
 def test_unsupported_version_names_the_range(daemon: DaemonProcess, version: str) -> None:
     details = refusal(daemon, GUARANTEED, version).details()
-    assert details == f'kubeletVersion "{version}": supported: 1.33, 1.34, 1.35, 1.36, master'
+    assert details == f'kubeletVersion "{version}": supported: 1.33, 1.34, 1.35, 1.36, 1.37, master'

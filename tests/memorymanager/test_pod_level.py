@@ -105,7 +105,7 @@ def reserved(doc: Mapping[str, Any], node_id: int) -> int:
     return value
 
 
-@pytest.mark.parametrize("version", ["1.36", "master"])
+@pytest.mark.parametrize("version", ["1.36", "1.37", "master"])
 def test_pod_is_allocated_once_and_partitioned(machine: Machine, tmp_path: Path, version: str) -> None:
     emulator = node(machine, tmp_path, version)
     pod = parse(MIXED)

@@ -178,7 +178,7 @@ def test_existing_numa_group_pulls_later_pods_into_it() -> None:
     assert all(v == 0 for t in node.memory.assigned_per_numa().values() for v in t.values())
 
 
-@pytest.mark.parametrize("version", ["1.36", "master"])
+@pytest.mark.parametrize("version", ["1.36", "1.37", "master"])
 def test_device_hints_over_device_nodes_keep_a_later_pod_on_the_gpus_node(version: str) -> None:
     """kubernetes#138244 (1.36+): the gpu offers only {1}P, so the merge with memory's [{0,1}N] is {1}
     non-preferred; a single-node hint never violates the NUMA allocation rule, so the Memory Manager

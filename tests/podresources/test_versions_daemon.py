@@ -5,8 +5,9 @@ change:
   UNKNOWN), beta and on from 1.34 (kubernetes#132940), GA and locked from 1.36 (kubernetes#136728);
 * ``List``: every known pod in 1.33, active pods only from 1.34 (kubernetes#132028);
 * pod-level ``PodResources.cpu_ids`` and ``memory``: a 1.36 kubelet allocates pod-level CPUs and memory
-  (``PodLevelResourceManagers``, alpha) but its api.proto has no field for them; master reports them
-  (kubernetes#138738).
+  (``PodLevelResourceManagers``, alpha) but its api.proto has no field for them; 1.37 (k8s.io/kubernetes
+  v1.37.2) and master report them (kubernetes#138738). Not emulated yet: 1.37.2 lists nothing on a container
+  that shares its pod's allocation (docs/kubelet-versions.md).
 """
 
 from __future__ import annotations
@@ -102,23 +103,26 @@ def test_list_of_all_pods_with_the_gate_off_from_1_34(start_daemon: StartDaemon)
     assert [p.name for p in reply.pod_resources] == ["gu", "done"]
 
 
-@pytest.mark.parametrize(("version", "pod_level"), [("1.36", False), ("master", True)])
-def test_pod_level_cpus_only_from_master(start_daemon: StartDaemon, version: str, pod_level: bool) -> None:
+POD_LEVEL_VERSIONS = [("1.36", False), ("1.37", True), ("master", True)]
+
+
+@pytest.mark.parametrize(("version", "pod_level"), POD_LEVEL_VERSIONS)
+def test_pod_level_cpus_from_137(start_daemon: StartDaemon, version: str, pod_level: bool) -> None:
     config = general_config(feature_gates={"PodLevelResourceManagers": True}, kubelet_version=version)
     daemon = start_daemon(config.replace("topologyManagerScope: container", "topologyManagerScope: pod"))
     admit(daemon, POD_LEVEL)
     [pod] = podresources(daemon).List(v1.ListPodResourcesRequest(), timeout=10).pod_resources
     [only] = pod.containers
-    # Both versions allocate the pod's 4 CPUs (the container runs in the pod's shared slice of them).
+    # Every version allocates the pod's 4 CPUs (the container runs in the pod's shared slice of them).
     assert len(only.cpu_ids) == 4
     assert sorted(pod.cpu_ids) == (sorted(only.cpu_ids) if pod_level else [])
     got = podresources(daemon).Get(v1.GetPodResourcesRequest(pod_name="plr", pod_namespace="ns1"), timeout=10)
     assert sorted(got.pod_resources.cpu_ids) == sorted(pod.cpu_ids)
 
 
-@pytest.mark.parametrize(("version", "pod_level"), [("1.36", False), ("master", True)])
-def test_pod_level_memory_only_from_master(start_daemon: StartDaemon, version: str, pod_level: bool) -> None:
-    """PodResources.memory (field 5): the pod entry's 2Gi block on master; 1.36 allocates it (the
+@pytest.mark.parametrize(("version", "pod_level"), POD_LEVEL_VERSIONS)
+def test_pod_level_memory_from_137(start_daemon: StartDaemon, version: str, pod_level: bool) -> None:
+    """PodResources.memory (field 5): the pod entry's 2Gi block from 1.37; 1.36 allocates it (the
     container's slice is reported either way) but has no field for it."""
     config = general_config(feature_gates={"PodLevelResourceManagers": True}, kubelet_version=version)
     daemon = start_daemon(config.replace("topologyManagerScope: container", "topologyManagerScope: pod"))
@@ -147,7 +151,7 @@ def test_registry_rows_agree_with_the_gates(version: str) -> None:
         assert step_at(key, version) == (2 if spec.locked else 1 if spec.default else 0), (key, version)
     active = gates.get("KubeletPodResourcesListUseActivePods")
     assert in_effect("podresources.list-active-pods", version) == (active is not None and active.default)
-    assert in_effect("podresources.pod-level-resources", version) == (version == "master")
+    assert in_effect("podresources.pod-level-resources", version) == (version in ("1.37", "master"))
 
 
 # What `grpcurl describe` shows of each versioned field, per version: reflection serves the version's schema.
@@ -155,6 +159,7 @@ DESCRIBED = {
     "1.34": {"share_id": False, "cpu_ids": False},
     "1.35": {"share_id": True, "cpu_ids": False},
     "1.36": {"share_id": True, "cpu_ids": False},
+    "1.37": {"share_id": True, "cpu_ids": True},
     "master": {"share_id": True, "cpu_ids": True},
 }
 

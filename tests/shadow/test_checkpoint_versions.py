@@ -254,7 +254,12 @@ def start_daemon(kubelet: FakeKubelet, short_dir: Path, said: str) -> VersionedS
 
 @pytest.fixture
 def daemon_of(pod_level_kubelet: FakeKubelet, short_dir: Path) -> Iterator[VersionedShadowDaemon]:
-    said = {"1.36": "Kubernetes v1.36.1\n", "master": "Kubernetes v1.37.0\n"}
+    # A master kubelet is built after the 1.37 branch: it says v1.38.0-alpha, newer than every release known.
+    said = {
+        "1.36": "Kubernetes v1.36.1\n",
+        "1.37": "Kubernetes v1.37.2\n",
+        "master": "Kubernetes v1.38.0-alpha.0\n",
+    }
     with PodResourcesDouble(pod_level_kubelet):
         daemon = start_daemon(pod_level_kubelet, short_dir, said[pod_level_kubelet.kubelet_version or ""])
         try:
@@ -269,7 +274,7 @@ def _samples(port: int) -> dict[str, str]:
     return dict(line.rsplit(" ", 1) for line in text.splitlines() if line and line[0] != "#")
 
 
-@pytest.mark.parametrize("pod_level_kubelet", ["1.36", "master"], indirect=True)
+@pytest.mark.parametrize("pod_level_kubelet", ["1.36", "1.37", "master"], indirect=True)
 def test_the_daemon_mirrors_the_pod_level_cpu_set(
     pod_level_kubelet: FakeKubelet, daemon_of: VersionedShadowDaemon
 ) -> None:
@@ -278,6 +283,7 @@ def test_the_daemon_mirrors_the_pod_level_cpu_set(
     report = daemon.report()
     assert (report.kubelet_version, report.kubelet_version_source) == (version, "binary")
     assert report.last_error == "" and report.generation == 1
+    assert (report.kubelet_version_note != "") == (version == "master")  # "newer than ... emulating master"
     stub = daemon.stub()
     theirs = kubelet.emulator.cm.cpus
     bubble = theirs.state.get_pod_cpu_assignments()[PLR_UID]
@@ -292,9 +298,10 @@ def test_the_daemon_mirrors_the_pod_level_cpu_set(
         # The kubelet's CPU gauges count the pod's set (PodLevelResourceManagers), as the mirror's do.
         assert mirrored == gauges.exclusive_cpus
     else:
-        # 1.36 moves its gauges by deltas (cpumanager.metrics-from-state): the running kubelet counted the
-        # whole bubble when it took it; the mirror starts from the state as a restarted 1.36 kubelet does
-        # (initializeMetrics: container assignments only), so the bubble's spare CPU is not counted.
+        # 1.36 and 1.37 move their gauges by deltas (cpumanager.metrics-from-state): the running kubelet
+        # counted the whole bubble when it took it; the mirror starts from the state as a restarted kubelet
+        # of that version does (initializeMetrics: container assignments only), so the bubble's spare CPU
+        # is not counted.
         assignments = theirs.state.get_cpu_assignments().values()
         containers = CPUSet().union(*(cpus for pod in assignments for cpus in pod.values()))
         assert (mirrored, gauges.exclusive_cpus) == (containers.size(), containers.size() + 1)
@@ -302,8 +309,8 @@ def test_the_daemon_mirrors_the_pod_level_cpu_set(
         listed = v1_grpc.PodResourcesListerStub(channel).List(v1.ListPodResourcesRequest(), timeout=10)
     assert listed == kubelet.listing
     plr = next(p for p in listed.pod_resources if p.name == "plr")
-    # master reports the pod's set on the pod (KEP-5526); 1.36's API has no such field.
-    assert list(plr.cpu_ids) == (bubble.list() if version == "master" else [])
+    # 1.37 and master report the pod's set on the pod (KEP-5526); 1.36's API has no such field.
+    assert list(plr.cpu_ids) == ([] if version == "1.36" else bubble.list())
     for manifest in PROBES.split("---\n"):
         (pod,) = parse_pods(manifest, "probe")
         ours = stub.WouldAdmit(pb.WouldAdmitRequest(pod=pb.PodSource(manifest=manifest)), timeout=10)

@@ -54,7 +54,7 @@ def fake_kubelet_binary(directory: Path, stdout: str = "", stderr: str = "", sta
         ("Kubernetes v1.33.0\n", "v1.33.0", "1.33", ""),
         ("Kubernetes v1.34.2-eks-4096ae1\n", "v1.34.2-eks-4096ae1", "1.34", ""),
         ("Kubernetes v1.36.1\n", "v1.36.1", "1.36", ""),
-        ("Kubernetes v1.37.0\n", "v1.37.0", "master", "the 1.37 release is not stored; emulating master"),
+        ("Kubernetes v1.37.2\n", "v1.37.2", "1.37", ""),
         ("Kubernetes v1.38.0\n", "v1.38.0", "master", "newer than the newest known version (1.37, master)"),
         ("Kubernetes v1.32.4\n", "v1.32.4", "", "older than the oldest supported version (1.33)"),
         ("kubelet version unknown\n", "", "", "printed 'kubelet version unknown', not 'Kubernetes vX.Y.Z'"),

@@ -60,7 +60,7 @@ PODS = [
         "  - name: i\n",
     ),
 ]
-CASES = [("1.36", True), ("master", True), ("master", False)]
+CASES = [("1.36", True), ("1.37", True), ("1.37", False), ("master", True), ("master", False)]
 
 
 def reference(base: Path, host: tuple[Path, Path], version: str, static_memory: bool) -> FakeKubelet:
@@ -108,7 +108,11 @@ def daemon_of_pod_level_node(
 ) -> Iterator[tuple[FakeKubelet, VersionedShadowDaemon]]:
     version: str = request.param
     kubelet = reference(short_dir, host, version, True)
-    said = {"1.36": "Kubernetes v1.36.1\n", "master": "Kubernetes v1.37.0\n"}[version]
+    said = {
+        "1.36": "Kubernetes v1.36.1\n",
+        "1.37": "Kubernetes v1.37.2\n",
+        "master": "Kubernetes v1.38.0-alpha.0\n",  # built after the 1.37 branch: newer than any release known
+    }[version]
     with PodResourcesDouble(kubelet):
         daemon = start_daemon(kubelet, short_dir, said)
         try:
@@ -117,7 +121,7 @@ def daemon_of_pod_level_node(
             daemon.stop()
 
 
-@pytest.mark.parametrize("daemon_of_pod_level_node", ["1.36", "master"], indirect=True)
+@pytest.mark.parametrize("daemon_of_pod_level_node", ["1.36", "1.37", "master"], indirect=True)
 def test_serve_shadow_replays_pod_level_pods_without_divergence(
     daemon_of_pod_level_node: tuple[FakeKubelet, VersionedShadowDaemon],
 ) -> None:

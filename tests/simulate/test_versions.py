@@ -100,7 +100,7 @@ def test_unsupported_version_names_the_file_and_the_range(tmp_path: Path, versio
     with pytest.raises(SimulationError) as err:
         parse_simulation(write(tmp_path, version), "sim.yaml", tmp_path)
     assert str(err.value).startswith("sim.yaml: matrix: kubeletVersion ")
-    assert str(err.value).endswith(": supported: 1.33, 1.34, 1.35, 1.36, master")
+    assert str(err.value).endswith(": supported: 1.33, 1.34, 1.35, 1.36, 1.37, master")
 
 
 def test_a_live_node_forked_as_other_versions(tmp_path: Path) -> None:

@@ -154,7 +154,7 @@ def pod_level_refusal(machine: Machine, version: str, scope: str, plrm: bool) ->
         ),
     ],
 )
-@pytest.mark.parametrize("version", ["1.36", "master"])
+@pytest.mark.parametrize("version", ["1.36", "1.37", "master"])
 def test_pod_level_topology_refusal_from_1_36(
     two_nodes: Machine, version: str, scope: str, says: str
 ) -> None:

@@ -129,12 +129,13 @@ def test_checkpoint_formats_registered_with_their_versions() -> None:
     cpu = behaviours()["cpumanager.checkpoint-format"]
     assert [(c.since, c.ref) for c in cpu.changes] == [
         ("1.36", "kubernetes#134768, kubernetes#137751"),
-        ("master", "kubernetes#139102, kubernetes#139087"),
+        ("1.37", "kubernetes#139102, kubernetes#139087"),
     ]
-    steps = [step_at("cpumanager.checkpoint-format", v) for v in ("1.33", "1.34", "1.35", "1.36", "master")]
-    assert steps == [0, 0, 0, 1, 2]
-    memory = [step_at("memorymanager.checkpoint-format", v) for v in ("1.35", "1.36", "master")]
-    assert memory == [0, 1, 1]
+    versions = ("1.33", "1.34", "1.35", "1.36", "1.37", "master")
+    steps = [step_at("cpumanager.checkpoint-format", v) for v in versions]
+    assert steps == [0, 0, 0, 1, 2, 2]
+    memory = [step_at("memorymanager.checkpoint-format", v) for v in ("1.35", "1.36", "1.37", "master")]
+    assert memory == [0, 1, 1, 1]
 
 
 def test_data_checksum_matches_the_upstream_vector() -> None:

@@ -30,7 +30,7 @@ from kubeletemu.lifecycle.pod_features import (
 from kubeletemu.machine import Machine
 from kubeletemu.manifest import parse_pods
 from kubeletemu.pod import Pod
-from kubeletemu.versions import SUPPORTED
+from kubeletemu.versions import SUPPORTED, FeatureGateError, validate_feature_gates
 from kubeletemu.versions.behaviours import behaviours, in_effect
 from kubeletemu.versions.gates import effective_gates
 from tests.daemon.daemon_process import DaemonProcess
@@ -57,7 +57,13 @@ GATE_OFF = {
     "1.34": {"PodLevelResources": False},
     "1.35": {"PodLevelResources": False},
     "1.36": {"PodLevelResources": False, "InPlacePodLevelResourcesVerticalScaling": False},
-    "master": {"PodLevelResources": False, "InPlacePodLevelResourcesVerticalScaling": False},
+}
+# 1.37 (k8s.io/kubernetes v1.37.2) adds two more gates on by default that depend on PodLevelResources: a
+# kubelet refuses to start with PodLevelResources off unless they are off too.
+GATE_OFF["1.37"] = GATE_OFF["master"] = {
+    **GATE_OFF["1.36"],
+    "PodLevelResourcesFixDefaulting": False,
+    "PodLevelResourcesFixKubeletQOSClass": False,
 }
 
 
@@ -157,12 +163,12 @@ def test_133_with_the_gate_on_admits(two_nodes: Machine) -> None:
 # ---- 1.34 on: admitted at the default, refused with the gate off ------------------------------------------
 
 
-@pytest.mark.parametrize("version", ["1.34", "1.35", "1.36", "master"])
+@pytest.mark.parametrize("version", ["1.34", "1.35", "1.36", "1.37", "master"])
 def test_later_versions_admit_at_their_default(two_nodes: Machine, version: str) -> None:
     assert node(two_nodes, version).admit(pod_level_pod()).admitted
 
 
-@pytest.mark.parametrize("version", ["1.34", "1.35", "1.36", "master"])
+@pytest.mark.parametrize("version", ["1.34", "1.35", "1.36", "1.37", "master"])
 def test_later_versions_refuse_with_the_gate_off(two_nodes: Machine, version: str) -> None:
     emulator = node(two_nodes, version, GATE_OFF[version])
     free_before = sorted(emulator.topology().shared_pool_cpu_ids)
@@ -190,7 +196,7 @@ def test_134_gate_off_refuses_hugepages_only_at_pod_level(two_nodes: Machine) ->
 # ---- its place in the chain ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("version", ["1.36", "master"])
+@pytest.mark.parametrize("version", ["1.36", "1.37", "master"])
 def test_gate_off_alone_is_refused_at_start_up_from_136(two_nodes: Machine, version: str) -> None:
     with pytest.raises(ConfigError, match=r"InPlacePodLevelResourcesVerticalScaling is enabled, but depends"):
         node(two_nodes, version, {"PodLevelResources": False})
@@ -255,3 +261,16 @@ def test_daemon_at_134_gate_off_refuses_with_the_kubelets_reason(tmp_path: Path)
         assert plain.admitted
     finally:
         daemon.stop()
+
+
+def test_137_refuses_to_start_with_pod_level_resources_off_alone() -> None:
+    """v1.37.2's dependencies: PodLevelResourcesFixDefaulting and PodLevelResourcesFixKubeletQOSClass (beta,
+    on) need PodLevelResources, so turning only that off is refused at start-up, as component-base does."""
+    with pytest.raises(FeatureGateError) as err:
+        validate_feature_gates("1.37", GATE_OFF["1.36"])
+    assert str(err.value) == (
+        "[PodLevelResourcesFixDefaulting is enabled, but depends on features that are disabled: "
+        "[PodLevelResources], PodLevelResourcesFixKubeletQOSClass is enabled, but depends on features that "
+        "are disabled: [PodLevelResources]]"
+    )
+    validate_feature_gates("1.36", GATE_OFF["1.36"])

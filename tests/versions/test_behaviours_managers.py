@@ -46,11 +46,8 @@ def provider_hints(report: AdmissionReport, resource: str) -> list[TopologyHint]
 def test_manager_behaviours_registered_with_their_versions() -> None:
     assert behaviours()["devicemanager.hints-over-device-numa-nodes"].changes[0].since == "1.36"
     assert behaviours()["cpumemorymanager.skip-pod-level-resources"].changes[0].since == "1.34"
-    assert [step_at("devicemanager.hints-over-device-numa-nodes", v) for v in ("1.35", "1.36", "master")] == [
-        0,
-        1,
-        1,
-    ]
+    versions = ("1.35", "1.36", "1.37", "master")
+    assert [step_at("devicemanager.hints-over-device-numa-nodes", v) for v in versions] == [0, 1, 1, 1]
     assert [
         step_at("cpumemorymanager.skip-pod-level-resources", v) for v in ("1.33", "1.34", "1.35", "1.36")
     ] == [
@@ -77,7 +74,7 @@ def test_device_hints_cover_every_machine_node_before_136(four_nodes: Machine, v
     assert [h for h in hints if h.preferred] == [TopologyHint(mask(0), True)]
 
 
-@pytest.mark.parametrize("version", ["1.36", "master"])
+@pytest.mark.parametrize("version", ["1.36", "1.37", "master"])
 def test_device_hints_over_device_nodes_from_136(four_nodes: Machine, version: str) -> None:
     """1.36 on (kubernetes#138244 is in v1.36.0): ``{0}`` preferred and nothing else (no mask holds a node
     without devices)."""
@@ -127,7 +124,7 @@ def test_pod_level_pod_served_per_container_at_133(four_nodes: Machine) -> None:
     assert provider_hints(report, "memory")
 
 
-@pytest.mark.parametrize("version", ["1.34", "1.35", "1.36", "master"])
+@pytest.mark.parametrize("version", ["1.34", "1.35", "1.36", "1.37", "master"])
 def test_pod_level_pod_left_to_the_shared_pool_from_134(four_nodes: Machine, version: str) -> None:
     """1.34+: no hints and no exclusive CPUs or memory for a pod using ``spec.resources``."""
     report = pod_level_node(four_nodes, version).admit(POD_LEVEL_POD)
@@ -149,7 +146,8 @@ def test_same_pod_without_pod_level_resources_is_pinned_in_every_version(four_no
 
 
 @pytest.mark.parametrize(
-    ("version", "served"), [("1.34", True), ("1.35", True), ("1.36", False), ("master", False)]
+    ("version", "served"),
+    [("1.34", True), ("1.35", True), ("1.36", False), ("1.37", False), ("master", False)],
 )
 def test_pod_level_pod_with_the_gate_off(four_nodes: Machine, version: str, served: bool) -> None:
     """``PodLevelResources`` off: 1.34 and 1.35 check ``Enabled(PodLevelResources) && set``, so the
@@ -157,8 +155,11 @@ def test_pod_level_pod_with_the_gate_off(four_nodes: Machine, version: str, serv
     pod-features handler refuses the pod; 1.36 (kubernetes#134768) skips unless both pod-level gates are on,
     so the managers give nothing and the same handler refuses."""
     gates = {"PodLevelResources": False}
-    if version in ("1.36", "master"):  # on by default there, and it depends on PodLevelResources
+    if version in ("1.36", "1.37", "master"):  # on by default there, and it depends on PodLevelResources
         gates["InPlacePodLevelResourcesVerticalScaling"] = False
+    if version in ("1.37", "master"):  # v1.37.2's two fix gates, on by default, depend on it too
+        gates["PodLevelResourcesFixDefaulting"] = False
+        gates["PodLevelResourcesFixKubeletQOSClass"] = False
     node = pod_level_node(four_nodes, version, gates)
     report = node.would_admit(POD_LEVEL_POD)
     assert (report.admitted, report.reason) == (False, "PodLevelResourcesNotSupported")

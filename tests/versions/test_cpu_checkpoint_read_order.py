@@ -28,7 +28,9 @@ from tests.versions.helpers import pod_manifest, versioned_config
 HOST = SyntheticHost(sockets=2, cores_per_socket=2, threads_per_core=2)
 CPU_FILE = "cpu_manager_state"
 OLD_ORDER = ("1.33", "1.34", "1.35")
-NEW_ORDER = ("1.36", "master")
+NEW_ORDER = ("1.36",)
+# 1.37 (k8s.io/kubernetes v1.37.2 loadCheckpointV2) and master, ordered after it: V1 is no longer read.
+V2_ONLY = ("1.37", "master")
 V1_SHAPE_ERROR = (
     "json: cannot unmarshal object into Go struct field CPUManagerCheckpointV1.entries of type string"
 )
@@ -55,8 +57,8 @@ def refusal(state: Path, problem: str) -> str:
 
 def test_the_read_order_is_registered_at_136() -> None:
     row = behaviours()[formats.READ_ORDER]
-    assert [(c.since, c.ref) for c in row.changes] == [("1.36", "kubernetes#134768")]
-    assert [step_at(formats.READ_ORDER, v) for v in OLD_ORDER + NEW_ORDER] == [0, 0, 0, 1, 1]
+    assert [(c.since, c.ref) for c in row.changes] == [("1.36", "kubernetes#134768"), ("1.37", "v1.37.2")]
+    assert [step_at(formats.READ_ORDER, v) for v in OLD_ORDER + NEW_ORDER + V2_ONLY] == [0, 0, 0, 1, 2, 2]
 
 
 def written_then_tampered(machine: Machine, state: Path, version: str) -> None:
@@ -102,6 +104,24 @@ def test_an_unknown_v1_container_is_worded_per_version(
         node(machine, tmp_path, version)
     problem = f"{wrap}: containerID 'cid-1' not found in initial containers list"
     assert str(caught.value) == refusal(tmp_path, problem)
+
+
+@pytest.mark.parametrize("version", V2_ONLY)
+def test_from_137_a_v1_file_is_not_read(machine: Machine, tmp_path: Path, version: str) -> None:
+    """V4, V3, then V2 only: a V1 file gets V2's JSON type error, naming 1.37's own V2 struct."""
+    (tmp_path / CPU_FILE).write_bytes(V1_FILE)
+    with pytest.raises(StateError) as caught:
+        node(machine, tmp_path, version)
+    problem = (
+        "json: cannot unmarshal string into Go struct field CPUManagerCheckpointV2.entries of type "
+        "map[string]string"
+    )
+    assert str(caught.value) == refusal(tmp_path, problem)
+    # The same file is still migrated by 1.36, whose container it knows.
+    content = formats.load(
+        V1_FILE, formats.CPUCheckpointFormat.for_kubelet("1.36"), {"cid-1": ("u", "c")}.get
+    )
+    assert content.read_as == "V1"
 
 
 @pytest.mark.parametrize("version", (*OLD_ORDER, "1.36"))

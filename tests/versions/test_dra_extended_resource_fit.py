@@ -61,21 +61,17 @@ def test_dra_fit_row_steps_per_version() -> None:
         ("1.35", "kubernetes#133784"),
         ("1.36", "kubernetes#135725"),
     ]
-    assert [step_at(DRA_EXTENDED_RESOURCE_FIT, v) for v in ("1.33", "1.34", "1.35", "1.36", "master")] == [
-        0,
-        1,
-        2,
-        3,
-        3,
-    ]
+    versions = ("1.33", "1.34", "1.35", "1.36", "1.37", "master")
+    assert [step_at(DRA_EXTENDED_RESOURCE_FIT, v) for v in versions] == [0, 1, 2, 3, 3, 3]
 
 
 def test_dra_gate_defaults_the_row_relies_on() -> None:
     """No gate in 1.33; alpha/off in 1.34 and 1.35; on from 1.36 (so 1.36's change matters by default)."""
     assert GATE not in default_gates("1.33", (GATE,))
-    assert [default_gates(v, (GATE,))[GATE] for v in ("1.34", "1.35", "1.36", "master")] == [
+    assert [default_gates(v, (GATE,))[GATE] for v in ("1.34", "1.35", "1.36", "1.37", "master")] == [
         False,
         False,
+        True,
         True,
         True,
     ]
@@ -105,7 +101,7 @@ def test_allocatable_lists_the_missing_page_size_at_zero(two_nodes: Machine) -> 
     assert "hugepages-16Gi" not in allocatable
 
 
-@pytest.mark.parametrize("version", ["1.33", "1.34", "1.35", "1.36", "master"])
+@pytest.mark.parametrize("version", ["1.33", "1.34", "1.35", "1.36", "1.37", "master"])
 def test_zero_listed_scalar_refused_at_default_gates(two_nodes: Machine, version: str) -> None:
     """Default gates: 1.33 has no hand-off, 1.34/1.35 have the gate off, 1.36/master check whatever the
     gate (before the audit the emulator admitted here at 1.33, 1.36 and master)."""
@@ -121,7 +117,7 @@ def test_zero_listed_scalar_left_to_dra_at_135_with_gate(two_nodes: Machine) -> 
     assert outcome(node(two_nodes, "1.35", {GATE: True}), ZERO_LISTED) == ADMITTED
 
 
-@pytest.mark.parametrize("version", ["1.36", "master"])
+@pytest.mark.parametrize("version", ["1.36", "1.37", "master"])
 def test_zero_listed_scalar_checked_from_136_with_gate(two_nodes: Machine, version: str) -> None:
     assert outcome(node(two_nodes, version, {GATE: True}), ZERO_LISTED) == out_of("hugepages-1Gi", GI)
 
@@ -155,7 +151,7 @@ def test_unlisted_extended_resource_dropped_in_every_version(two_nodes: Machine)
     """removeMissingExtendedResources (unchanged for pods without status) runs before the fit, so an
     extended resource the node does not list is no refusal in any version."""
     cluster_level = pod("licence", 'cpu: "1", memory: 256Mi, example.com/licence: "3"')
-    for version in ("1.33", "1.34", "1.35", "1.36", "master"):
+    for version in ("1.33", "1.34", "1.35", "1.36", "1.37", "master"):
         assert outcome(node(two_nodes, version), cluster_level) == ADMITTED, version
 
 

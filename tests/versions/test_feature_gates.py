@@ -25,9 +25,19 @@ from kubeletemu.versions import (
     provenance,
     validate_feature_gates,
 )
-from kubeletemu.versions.generate import DATA_FILE, dumps, generate, parse_dependencies, parse_specs
+from kubeletemu.versions.generate import (
+    DATA_FILE,
+    KUBE_FEATURES,
+    MODULES,
+    dumps,
+    generate,
+    parse_dependencies,
+    parse_specs,
+)
+from tests.upstream.pins import PINS
+from tests.versions.feature_sources import OVERRIDE, SourceDownloadError, source_dir
 
-RANGE = "supported: 1.33, 1.34, 1.35, 1.36, master"
+RANGE = "supported: 1.33, 1.34, 1.35, 1.36, 1.37, master"
 
 
 def test_data_parses_and_names_its_provenance() -> None:
@@ -35,14 +45,22 @@ def test_data_parses_and_names_its_provenance() -> None:
     assert set(data["versions"]) == set(SUPPORTED)
     for version in SUPPORTED:
         source = provenance(version)["source"]
-        assert source["path"] == "vendor/k8s.io/kubernetes/pkg/features/kube_features.go"
-        assert re.fullmatch(r"[0-9a-f]{40}", source["commit"])
+        # A vendored copy at a commit, or a module proxy zip with its go.sum hash.
+        if source["commit"]:
+            assert source["path"] == "vendor/k8s.io/kubernetes/pkg/features/kube_features.go"
+            assert re.fullmatch(r"[0-9a-f]{40}", source["commit"])
+        else:
+            assert source["path"] == KUBE_FEATURES
+            assert re.fullmatch(r"h1:[A-Za-z0-9+/]{43}=", source["moduleHash"])
         assert source["repo"] and source["pinned"].startswith("k8s.io/kubernetes v")
         for extra in provenance(version)["extraSources"]:
             assert extra["repo"] in ("kubernetes/component-base", "kubernetes/client-go")
-            assert re.fullmatch(r"[0-9a-f]{40}", extra["commit"]) and extra["tag"].startswith("v0.")
+            pin = extra.get("commit") or extra["moduleHash"]
+            assert re.fullmatch(r"[0-9a-f]{40}|h1:[A-Za-z0-9+/]{43}=", pin) and extra["tag"].startswith("v0.")
     assert provenance("1.34")["source"]["pinned"] == "k8s.io/kubernetes v1.34.7"
+    assert provenance("1.37")["source"]["pinned"] == "k8s.io/kubernetes v1.37.2"
     assert binary_version("master") == "1.37"
+    assert binary_version("1.37") == "1.37"
     assert binary_version("v1.35.1") == "1.35"
 
 
@@ -53,6 +71,7 @@ def test_data_parses_and_names_its_provenance() -> None:
         ("v1.34", "1.34"),
         ("1.34.2", "1.34"),
         ("v1.36.0-eks-1", "1.36"),
+        ("1.37.2", "1.37"),
         ("master", "master"),
     ],
 )
@@ -60,7 +79,7 @@ def test_parse_version(text: str, expected: str) -> None:
     assert parse_version(text) == expected
 
 
-@pytest.mark.parametrize("text", ["1.29", "1.37", "", "latest", "1", "1.34.x", "Master", "v1.3"])
+@pytest.mark.parametrize("text", ["1.29", "1.38", "", "latest", "1", "1.34.x", "Master", "v1.3"])
 def test_parse_version_refuses_with_the_supported_range(text: str) -> None:
     with pytest.raises(ValueError) as err:
         parse_version(text)
@@ -99,8 +118,16 @@ def test_parse_version_refuses_a_non_string() -> None:
             "DynamicResourceAllocation",
             {"1.34": GateSpec(True, "GA", False), "1.35": GateSpec(True, "GA", True)},
         ),
-        # SidecarContainers: GA and locked, removed in master (1.37, #137755).
-        ("SidecarContainers", {"1.36": GateSpec(True, "GA", True), "master": None}),
+        # SidecarContainers: GA and locked, removed in 1.37 (#137755).
+        ("SidecarContainers", {"1.36": GateSpec(True, "GA", True), "1.37": None, "master": None}),
+        # PodLevelResourceManagers: beta in 1.37, off (#140573 turned it on, #141209 off again).
+        (
+            "PodLevelResourceManagers",
+            {"1.36": GateSpec(False, "Alpha", False), "1.37": GateSpec(False, "Beta", False)},
+        ),
+        # A 1.37 spec with MinCompatibilityVersion 1.37 is not in effect: the kubelet's minimum
+        # compatibility version is its binary version minus one (component-base v0.37.2).
+        ("DRAFractionalCapacityRange", {"1.36": None, "1.37": GateSpec(False, "Beta", False)}),
         # podresources Get: alpha, beta on (#132940, 1.34), GA and locked (#136728, 1.36).
         (
             "KubeletPodResourcesGet",
@@ -223,9 +250,29 @@ var old = map[Feature]FeatureSpec{
     assert parse_dependencies(go) == {"OtherName": ["Plain", "Elsewhere"]}
 
 
-SOURCES = os.environ.get("KUBELETEMU_FEATURE_SOURCES")
+def test_the_modules_read_are_the_cited_trees_or_the_pins() -> None:
+    """1.33 … 1.35 cite vendored copies of the releases they pin, and those releases are read; 1.36 cites a
+    master snapshot the proxy does not serve, so its release pin is read (tests/upstream/pins.py)."""
+    for version, module in MODULES.items():
+        pinned = provenance(version)["source"]["pinned"]
+        if pinned.startswith("k8s.io/kubernetes v1."):
+            assert pinned == f"k8s.io/kubernetes {module.kubernetes}", version
+        else:
+            assert module.kubernetes == f"v{PINS[version].kubernetes}", version
+        tags = {extra["tag"] for extra in provenance(version)["extraSources"]}
+        assert tags == {module.staging}, version
 
 
-@pytest.mark.skipif(not SOURCES, reason="KUBELETEMU_FEATURE_SOURCES (the Go sources) not set")
-def test_generator_reproduces_the_data_file() -> None:
-    assert dumps(generate(Path(str(SOURCES)))) == DATA_FILE.read_text()
+def test_generator_reproduces_the_data_file(tmp_path: Path) -> None:
+    """Every version's gates regenerated from the Go text equal the committed data. The text comes from
+    the module cache, downloaded through the Go module proxy when missing; ``KUBELETEMU_FEATURE_SOURCES``
+    names a prepared directory instead. A download that fails fails the test, with Go's reason."""
+    override = os.environ.get(OVERRIDE)
+    if override:
+        src = Path(override)
+    else:
+        try:
+            src = source_dir(tmp_path / "src")
+        except SourceDownloadError as err:
+            pytest.fail(str(err), pytrace=False)
+    assert dumps(generate(src)) == DATA_FILE.read_text()

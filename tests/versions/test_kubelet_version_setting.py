@@ -13,7 +13,7 @@ from kubeletemu.config import ConfigError, load_config, parse_config
 from kubeletemu.daemon.server import ServeOptions, StartupError, resolve
 
 REPO = Path(__file__).resolve().parents[2]
-RANGE = "1.33, 1.34, 1.35, 1.36, master"
+RANGE = "1.33, 1.34, 1.35, 1.36, 1.37, master"
 KUBELET = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
 EMULATOR = "apiVersion: kubeletemu.io/v1alpha1\nkind: EmulatorConfiguration\n"
 

@@ -266,15 +266,16 @@ def test_a_136_restart_recomputes_what_the_running_kubelet_moved(two_nodes: Mach
 
 def test_a_136_pod_level_allocation_has_no_numa_series(two_nodes: Machine) -> None:
     """At 1.36 AllocatePod moves the gauges when it takes the bubble, before any container holds a CPU: the
-    per-NUMA gauge is set from the (still empty) container assignments. Master counts the bubble on its
-    node."""
+    per-NUMA gauge is set from the (still empty) container assignments; 1.37 (v1.37.2's policy_static.go
+    has the same metrics code) too. Master counts the bubble on its node."""
     by_version = {}
-    for version in ("1.36", "master"):
+    for version in ("1.36", "1.37", "master"):
         emulator = node(two_nodes, version)
-        assert emulator.admit(MEMORY_OVER if version == "1.36" else _fits(MEMORY_OVER)).admitted
+        assert emulator.admit(MEMORY_OVER if version != "master" else _fits(MEMORY_OVER)).admitted
         by_version[version] = emulator.cm.cpus.metrics().gauges
     assert by_version == {
         "1.36": gauges(11000, 4),
+        "1.37": gauges(11000, 4),
         "master": gauges(11000, 4, (0, 4), (1, 0)),
     }
 
@@ -293,7 +294,7 @@ def _fits(subject: Pod) -> Pod:
     )
 
 
-@pytest.mark.parametrize("version", ["1.36", "master"])
+@pytest.mark.parametrize("version", ["1.36", "1.37", "master"])
 def test_an_unreadable_memory_request_is_the_refusal(two_nodes: Machine, version: str) -> None:
     """A container memory request that is not a whole number of bytes: ``validatePodScopeResources`` returns
     ``getContainerRequestedResources``' error, so no memory hint, then ``EmptyPodSharedPoolError`` carrying

@@ -33,7 +33,7 @@ def refusal(machine: Machine, version: str, scope: str, gates: dict[str, bool] |
     return report.message
 
 
-@pytest.mark.parametrize("version", ["1.36", "master"])
+@pytest.mark.parametrize("version", ["1.36", "1.37", "master"])
 @pytest.mark.parametrize(("scope", "message"), [("pod", POD_SCOPE), ("container", CONTAINER_SCOPE)])
 def test_pod_level_refusal_names_the_scope(
     two_nodes: Machine, version: str, scope: str, message: str

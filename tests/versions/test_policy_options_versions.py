@@ -94,7 +94,7 @@ def test_max_allowable_numa_nodes_beta_before_1_35_with_lower_case_refusal() -> 
         assert (
             tm_options.PolicyOptions.from_map(options, kubelet_version=version).max_allowable_numa_nodes == 8
         )
-    for version in ("1.35", "1.36", "master"):
+    for version in ("1.35", "1.36", "1.37", "master"):
         parsed = tm_options.PolicyOptions.from_map(options, TM_BETA_OFF, kubelet_version=version)
         assert parsed.max_allowable_numa_nodes == 8
 

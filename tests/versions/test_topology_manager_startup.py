@@ -38,7 +38,7 @@ from tests.daemon.daemon_process import REPO, DaemonProcess
 pytestmark = pytest.mark.slow  # starts processes or runs for seconds: out of the quick subset (README)
 
 GATE_SETTABLE = ("1.33", "1.34", "1.35")  # GA and on by default, but not yet locked
-GATE_LOCKED = ("1.36", "master")
+GATE_LOCKED = ("1.36", "1.37", "master")
 RELEASED = ("1.33", "1.34", "1.35", "1.36")
 OFF = "featureGates: {TopologyManagerPolicyOptions: false}\n"
 ALPHA_ON = "featureGates: {TopologyManagerPolicyAlphaOptions: true}\n"

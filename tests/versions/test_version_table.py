@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from kubeletemu.versions import SUPPORTED, FeatureGateError, feature_gates, validate_feature_gates
+from kubeletemu.versions import (
+    SUPPORTED,
+    FeatureGateError,
+    effective_gates,
+    feature_gates,
+    validate_feature_gates,
+)
 from kubeletemu.versions.behaviours import behaviours, table_markdown
 from kubeletemu.versions.derived_rows import TABLE_GATES, derived_rows
 from kubeletemu.versions.table import BEGIN, END, TableMarkersError, main, with_table
@@ -28,7 +34,7 @@ def test_default_page_is_the_documented_one() -> None:
 
 def test_table_has_a_row_per_behaviour_and_derived_row() -> None:
     lines = table_markdown().splitlines()
-    assert lines[0] == "| behaviour | 1.33 | 1.34 | 1.35 | 1.36 | master |"
+    assert lines[0] == "| behaviour | 1.33 | 1.34 | 1.35 | 1.36 | 1.37 | master |"
     assert len(lines) == 2 + len(behaviours()) + len(derived_rows(SUPPORTED))
     assert all(line.count(" | ") == len(SUPPORTED) for line in lines[2:])
 
@@ -41,6 +47,7 @@ def test_derived_rows_follow_the_policy_option_and_gate_tables() -> None:
         "beta",
         "GA (kubernetes#137055)",
         "GA",
+        "GA",
     )
     assert rows["feature gate `MemoryManager`"] == (
         "GA, locked on",
@@ -48,13 +55,15 @@ def test_derived_rows_follow_the_policy_option_and_gate_tables() -> None:
         "GA, locked on",
         "removed (kubernetes#136381)",
         "removed",
+        "removed",
     )
     assert rows["feature gate `PodLevelResourceManagers`"] == (
         "—",
         "—",
         "—",
         "alpha, off (kubernetes#134768)",
-        "alpha, off",
+        "beta, off (kubernetes#140573, kubernetes#141209)",
+        "beta, off",
     )
     # A gate step without a known PR cites the gate's KEP.
     assert rows["feature gate `InPlacePodVerticalScaling`"][2] == "GA, locked on (KEP-1287)"
@@ -65,9 +74,10 @@ def test_derived_rows_follow_the_policy_option_and_gate_tables() -> None:
         assert (f"feature gate `{name}`" in rows) == changes
 
 
-def _observed(version: str, name: str) -> tuple[bool | None, bool, bool]:
-    """What a kubelet of ``version`` does with gate ``name``: its default (None when unknown), and whether
-    it starts with the gate set on, and set off."""
+def _observed(version: str, name: str) -> tuple[bool | None, bool, bool, bool | None]:
+    """What a kubelet of ``version`` does with gate ``name``: its default (None when unknown), whether
+    it starts with the gate set on, and set off, and its value under ``AllBeta: true`` (an alpha and a
+    beta gate, both off, differ only there)."""
 
     def starts(value: bool) -> bool:
         try:
@@ -77,7 +87,8 @@ def _observed(version: str, name: str) -> tuple[bool | None, bool, bool]:
         return True
 
     spec = feature_gates(version).get(name)
-    return (None if spec is None else spec.default), starts(True), starts(False)
+    all_beta = effective_gates(version, {"AllBeta": True}).get(name)
+    return (None if spec is None else spec.default), starts(True), starts(False), all_beta
 
 
 @pytest.mark.parametrize("name", TABLE_GATES)

@@ -236,25 +236,26 @@ class CPUManagerCheckpoint:
         return _go_json_object(items).encode("utf-8")
 
     @classmethod
-    def unmarshal(cls, blob: bytes) -> CPUManagerCheckpoint:
-        """``UnmarshalCheckpoint`` into a fresh checkpoint (Go's json.Unmarshal rules for this struct)."""
-        doc = _decode_document(blob, _GO_STRUCT_V2)
+    def unmarshal(cls, blob: bytes, go_struct: str = _GO_STRUCT_V2) -> CPUManagerCheckpoint:
+        """``UnmarshalCheckpoint`` into a fresh checkpoint (Go's json.Unmarshal rules for this struct);
+        ``go_struct`` is the Go type its errors name (``CPUManagerCheckpointV2`` from 1.36 on)."""
+        doc = _decode_document(blob, go_struct)
         entries: dict[str, dict[str, str] | None] | None = {}
         found, raw = _field(doc, "entries")
         if found:
             if raw is None:
                 entries = None
             elif not isinstance(raw, dict):
-                raise _type_error(raw, _GO_STRUCT_V2, "entries", "map[string]map[string]string")
+                raise _type_error(raw, go_struct, "entries", "map[string]map[string]string")
             else:
                 for pod, containers in raw.items():
                     assert entries is not None
-                    entries[pod] = _decode_string_map(containers, _GO_STRUCT_V2, "entries")
+                    entries[pod] = _decode_string_map(containers, go_struct, "entries")
         return cls(
-            policy_name=_decode_string(doc, "policyName", _GO_STRUCT_V2),
-            default_cpu_set=_decode_string(doc, "defaultCpuSet", _GO_STRUCT_V2),
+            policy_name=_decode_string(doc, "policyName", go_struct),
+            default_cpu_set=_decode_string(doc, "defaultCpuSet", go_struct),
             entries=entries,
-            checksum=_decode_checksum(doc, _GO_STRUCT_V2),
+            checksum=_decode_checksum(doc, go_struct),
         )
 
     def verify_checksum(self) -> None:

@@ -24,6 +24,10 @@ Registered as ``cpumanager.checkpoint-format`` (``versions/data/behaviours/check
   ``(string)<data>``. It reads V4 (``dataChecksum`` authoritative, no zero accepted); a V4 file that
   fails with ``data`` or ``dataChecksum`` set is refused, without falling back, as "could not load v4
   checkpoint: <error>" (the wrapping of kubernetes#139087); otherwise V3, then V2/V1, migrated.
+* 1.37 (k8s.io/kubernetes v1.37.2, ``state/checkpoint.go`` and ``state_checkpoint.go``) writes and reads V4
+  as master's row says, but its ``loadCheckpointV2`` is the last step: a V1 file is no longer read (V2's
+  error is returned). master, ordered after 1.37, reads likewise. Not emulated: V4's ``baselines`` (only
+  with the alpha gate InPlacePodVerticalScalingExclusiveCPUs).
 
 Read: 1.36 ``state_checkpoint.go`` at kubernetes/kubernetes@008b3652959ca58af8be3fb5b6ecfe9ae7638282 and the
 V2/V3 ``checkpoint.go`` of the same line (weizhoublue/kubernetes@76a45e86d7f98a471664b6aeae3290d7b26e98da,
@@ -339,13 +343,19 @@ def load_v1_first(blob: bytes, lookup: ContainerRefLookup) -> CPUCheckpointConte
     return CPUCheckpointContent(migrated.policy_name, migrated.default_cpu_set, migrated.entries, {}, "V1")
 
 
+def load_v2(blob: bytes, names: tuple[str, ...], go_struct: str = _LEGACY_NAME) -> CPUCheckpointContent:
+    """V2 (checksum under ``names``, 0 accepted); alone, 1.37's ``loadCheckpointV2``, V1 no longer read,
+    whose errors name its own struct, ``CPUManagerCheckpointV2``."""
+    v2 = CPUManagerCheckpoint.unmarshal(blob, go_struct)
+    if not _v2_verifies(v2, names):
+        raise CorruptCheckpointError()
+    return CPUCheckpointContent(v2.policy_name, v2.default_cpu_set, v2.entries, {}, V2)
+
+
 def load_v2_chain(blob: bytes, lookup: ContainerRefLookup, names: tuple[str, ...]) -> CPUCheckpointContent:
     """``loadAndMigrateCheckpointV2``: V2 (checksum under ``names``), else V1 migrated, else V1's error."""
     try:
-        v2 = CPUManagerCheckpoint.unmarshal(blob)
-        if not _v2_verifies(v2, names):
-            raise CorruptCheckpointError()
-        return CPUCheckpointContent(v2.policy_name, v2.default_cpu_set, v2.entries, {}, V2)
+        return load_v2(blob, names)
     except CheckpointError:
         pass
     v1 = CPUManagerCheckpointV1.unmarshal(blob)
@@ -458,4 +468,6 @@ def _load_master(blob: bytes, fmt: CPUCheckpointFormat, find: ContainerRefLookup
     try:
         return load_v3(blob, (_V3_NAME, _LEGACY_NAME))
     except CheckpointError:
+        if fmt.read_step >= 2:  # 1.37: "V2 is the oldest supported version", no V1 fallback
+            return load_v2(blob, v2_names, _V2_NAME)
         return load_v2_chain(blob, find, v2_names)
