@@ -32,6 +32,9 @@ The run ends when every arrival has come and every open slot has reached Running
 last arrival). The workload (arrivals, templates, lifetimes, each pod's start-up latency) comes from the seed
 alone, so every scheduler of a matrix meets the same pods; the exporters' ticker phases and the garbage
 collector's from the seed and the node's name. Nothing depends on the configuration's position in a matrix.
+
+A wait that had not ended when the run did is censored (:mod:`.censored`): counted apart, and a percentile
+its rank falls on is None, not the run's length.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from typing import Any
 import simpy
 
 from kubeletemu.emulator import AdmissionReport, NodeEmulator
+from kubeletemu.fleet.censored import censored_max, censored_percentile
 from kubeletemu.fleet.clock import SimClock
 from kubeletemu.fleet.controllers import PodGC, ReplicaSetController, Slot
 from kubeletemu.fleet.controllers.podgc import GC_CHECK_PERIOD_S
@@ -602,11 +606,10 @@ class FleetRun:
             self.progress(len(self.arrivals), len(self.arrivals))
         return self.result()
 
-    def _time_to_running(self) -> dict[int, float]:
-        """Per slot: from its first creation to Running (a slot still waiting: until the end)."""
-        end = self.clock.now()
+    def _time_to_running(self) -> dict[int, float | None]:
+        """Per slot: from its first creation to Running; None for a slot that never got there (censored)."""
         return {
-            s.id: (s.running_at if s.running_at is not None else end) - s.first_created for s in self.slots
+            s.id: (s.running_at - s.first_created if s.running_at is not None else None) for s in self.slots
         }
 
     def _mismatched_nodes(self) -> list[str]:
@@ -633,30 +636,30 @@ class FleetRun:
 
     def result(self) -> dict[str, Any]:
         config, counters = self.config, self.counters
-        end = self.clock.now()
-        # A pod object never bound waited until the end (a lower bound of its wait).
+        # A pod object never bound, and a slot never Running, waited longer than the run let it: censored.
         unbound = [r for r in self.records.values() if r.bound_at is None]
-        waits = sorted(self.pending_times + [end - r.created for r in unbound])
+        waits = sorted(self.pending_times)
         to_running = self._time_to_running()
-        running_times = sorted(to_running.values())
+        running_times = sorted(t for t in to_running.values() if t is not None)
+        never_running = len(to_running) - len(running_times)
         utilisation, free_cpu, free_memory = _utilisation(self.nodes)
         phases = [r.phase for r in self.records.values()]
         templates: dict[str, Any] = {}
         for name, stats in self.template_stats.items():
-            slot_times = sorted(
-                to_running[s.id] for s in self.slots if self.template_names[s.template] == name
-            )
-            pending = sorted(
-                stats.pending
-                + [end - r.created for r in unbound if self.template_names[r.slot.template] == name]
-            )
+            times = [to_running[s.id] for s in self.slots if self.template_names[s.template] == name]
+            slot_times = sorted(t for t in times if t is not None)
+            slots_censored = len(times) - len(slot_times)
+            pending = sorted(stats.pending)
+            pending_censored = sum(self.template_names[r.slot.template] == name for r in unbound)
             templates[name] = {
                 "pods": stats.pods,
                 "topology_affinity_errors": stats.topology_affinity_errors,
-                "pending_p50_s": _percentile(pending, 50),
-                "pending_p99_s": _percentile(pending, 99),
-                "time_to_running_p50_s": _percentile(slot_times, 50),
-                "time_to_running_p99_s": _percentile(slot_times, 99),
+                "pending_p50_s": censored_percentile(pending, pending_censored, 50),
+                "pending_p99_s": censored_percentile(pending, pending_censored, 99),
+                "pending_censored": pending_censored,
+                "time_to_running_p50_s": censored_percentile(slot_times, slots_censored, 50),
+                "time_to_running_p99_s": censored_percentile(slot_times, slots_censored, 99),
+                "never_running": slots_censored,
             }
         exporters = [n.exporter for n in self.nodes if n.exporter is not None]
         delays = sorted(self.replacement_delays)
@@ -678,16 +681,17 @@ class FleetRun:
                 else 0.0
             ),
             "other_admission_errors": counters.other_admission_errors,
-            "pending_p50_s": _percentile(waits, 50),
-            "pending_p99_s": _percentile(waits, 99),
-            "pending_max_s": round(waits[-1], 6) if waits else 0.0,
-            "time_to_running_p50_s": _percentile(running_times, 50),
-            "time_to_running_p99_s": _percentile(running_times, 99),
-            "time_to_running_max_s": round(running_times[-1], 6) if running_times else 0.0,
+            "pending_p50_s": censored_percentile(waits, len(unbound), 50),
+            "pending_p99_s": censored_percentile(waits, len(unbound), 99),
+            "pending_max_s": censored_max(waits, len(unbound)),
+            "pending_censored": len(unbound),
+            "time_to_running_p50_s": censored_percentile(running_times, never_running, 50),
+            "time_to_running_p99_s": censored_percentile(running_times, never_running, 99),
+            "time_to_running_max_s": censored_max(running_times, never_running),
             "scheduling_attempts": counters.scheduling_attempts,
             "running_at_end": phases.count(RUNNING),
             "never_scheduled": self.pending,
-            "never_running": self.waiting,
+            "never_running": never_running,
             "resyncs": {
                 "fingerprint_match": counters.fingerprint_match,
                 "fingerprint_mismatch": counters.fingerprint_mismatch,

@@ -26,6 +26,7 @@ CSV_FIELDS = (
     "topology_affinity_errors", "topology_affinity_error_rate", "other_admission_errors", "pending_p50_s",
     "pending_p99_s", "pending_max_s", "time_to_running_p50_s", "time_to_running_p99_s",
     "time_to_running_max_s", "scheduling_attempts", "running_at_end", "never_scheduled", "never_running",
+    "pending_censored",
     "resyncs.fingerprint_match", "resyncs.fingerprint_mismatch", "stale_flushes",
     "largest_single_numa_free.cpu", "largest_single_numa_free.memory", "plugin_crashes", "simulated_s",
 )  # fmt: skip
@@ -148,10 +149,10 @@ def _per_seed_table(results: Sequence[Mapping[str, Any]], names: Mapping[str, st
                 str(r.get("seed", "-")),
                 f"{r['topology_affinity_errors']} ({rate:.1f}%)",
                 str(r["other_admission_errors"]),
-                duration_text(r["pending_p50_s"]),
-                duration_text(r["pending_p99_s"]),
-                duration_text(r["pending_max_s"]),
-                duration_text(r["time_to_running_p99_s"]),
+                wait_text(r["pending_p50_s"]),
+                wait_text(r["pending_p99_s"]),
+                wait_text(r["pending_max_s"]),
+                wait_text(r["time_to_running_p99_s"]),
                 str(r["scheduling_attempts"]),
                 str(r["running_at_end"]),
                 str(r["never_running"]),
@@ -184,9 +185,23 @@ def _seconds(value: float | None) -> str:
     return "-" if value is None else duration_text(max(0.0, value))
 
 
+CENSORED_TEXT = "> run length"
+
+
+def wait_text(seconds: float | None) -> str:
+    """A run's wait percentile: a duration, or :data:`CENSORED_TEXT` where a wait that never ended
+    decides it (None, :mod:`kubeletemu.fleet.censored`)."""
+    return CENSORED_TEXT if seconds is None else duration_text(seconds)
+
+
 def interval_text(summary: Mapping[str, Any], key: str) -> str:
     """``mean [low, high]`` in the figure's unit (a count, or a duration for ``*_s``); the interval is
-    shown from 0, as neither can be negative."""
+    shown from 0, as neither can be negative. A wait censored in some seeds has no mean: ``> run length``
+    (in every seed) or ``> run length in k of n seeds``."""
+    censored = summary[key].get("censored_seeds")
+    if censored:
+        seeds = len(summary["seeds"])
+        return CENSORED_TEXT if censored == seeds else f"{CENSORED_TEXT} in {censored} of {seeds} seeds"
     return figure_text(summary[key], seconds=key.endswith("_s"))
 
 
@@ -247,6 +262,5 @@ def _wrapped(first: str, text: str) -> list[str]:
 
 __all__ = [
     "CSV_FIELDS", "base_name", "bytes_text", "cpu_text", "document", "duration_text", "figure_text",
-    "interval_text",
-    "render_csv", "render_json", "render_table", "render_wide", "render_yaml",
+    "interval_text", "render_csv", "render_json", "render_table", "render_wide", "render_yaml", "wait_text",
 ]  # fmt: skip

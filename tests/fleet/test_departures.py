@@ -1,0 +1,50 @@
+"""The mechanisms of issue 44 (where the fleet departed from a cluster), through ``kubeletemu fleet`` as a
+user runs it, on the small fleet of :mod:`tests.fleet.test_mechanisms`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.fleet.test_mechanisms import RACE, fleet
+
+pytestmark = pytest.mark.slow
+
+# A ReplicaSet of one pod no node can take (40 CPUs on nodes of 32): it never runs.
+HUGE = (
+    "  - replicas: 1\n"
+    '    pod: {metadata: {name: huge}, spec: {containers: [{name: c, resources: {limits: {cpu: "40"}}}]}}\n'
+)
+
+
+def test_a_pod_that_never_runs_is_censored_not_given_the_run_length(tmp_path: Path) -> None:
+    """41 slots, one never Running: its rank decides the p99 of time to Running (and the longest pending
+    wait), which is then null with the censored count beside it, and the table says ``> run length``; the
+    median, decided by pods that ran, is a number. The summary has no mean for a figure censored in a
+    seed."""
+    text = RACE.replace("schedulers: [reserve], seeds: [4]", "schedulers: [default], seeds: [4, 5]")
+    text = text.replace("  rate: 1\n", HUGE + "  rate: 1\n")
+    text = text.replace("total: 40", "total: 40\n  lifetime: {fixed: 5s}")  # every other pod runs
+    out = fleet(tmp_path, text, "-o", "json", "--workers", "1")
+    assert out.returncode == 0, out.stderr
+    document = json.loads(out.stdout)
+    for run in document["configurations"]:
+        assert run["never_running"] == 1 and run["pending_censored"] == 1
+        assert run["time_to_running_p99_s"] is None and run["time_to_running_max_s"] is None
+        assert run["pending_max_s"] is None  # over 100 pod objects: their p99 is decided by bound ones
+        assert isinstance(run["time_to_running_p50_s"], float) and run["time_to_running_p50_s"] < 60
+        huge = run["templates"]["huge"]
+        assert huge["never_running"] == 1 and huge["time_to_running_p50_s"] is None
+        assert run["templates"]["a"]["never_running"] == 0
+    [summary] = document["summaries"]
+    assert summary["time_to_running_p99_s"] == {"mean": None, "low": None, "high": None, "censored_seeds": 2}
+    assert summary["time_to_running_p50_s"]["censored_seeds"] == 0
+    assert summary["time_to_running_p50_s"]["mean"] is not None
+    table = fleet(tmp_path, text, "-o", "wide", "--workers", "1")
+    assert table.returncode == 0, table.stderr
+    row, *per_run = [line for line in table.stdout.splitlines() if line.startswith("default ")]
+    assert row.split()[-4:] == [">", "run", "length", "1"]  # time to Running p99, never Running
+    assert len(per_run) == 2
+    assert all(line.count("> run length") == 2 for line in per_run)  # pending max, to Running p99
