@@ -12,9 +12,10 @@ A pod's life, as a cluster runs it:
   (the API server and the scheduler's cache hold it at once) and PostBind runs. A pod no node takes goes
   back to the queue.
 * **admitted** by the node's kubelet when it sees the bind (``NodeEmulator.admit``, unchanged). A rejected
-  pod (TopologyAffinityError or another admission error) is **Failed** and stays Failed: its ReplicaSet
-  replaces it when its informer shows the failure (``informerDelay`` + ``syncDelay``), and the pod object
-  stays until the pod garbage collector deletes it.
+  pod (TopologyAffinityError or another admission error) is **Failed** and stays Failed: its template's
+  controller replaces it (a ReplicaSet when its informer shows the failure, ``informerDelay`` +
+  ``syncDelay``; a Job after its pod-failure backoff, up to its ``backoffLimit``; a bare pod never is), and
+  the pod object stays until the pod garbage collector deletes it.
 * an admitted pod is **Pending** for its start-up latency (``workload.startupLatency``), then **Running** (the
   containers' poststart hooks run: RTE's notify file for Guaranteed pods); a one-shot pod ends after its
   lifetime: **Succeeded**, its resources released (poststop hooks), its object kept until collected.
@@ -52,7 +53,7 @@ import simpy
 from kubeletemu.emulator import AdmissionReport, NodeEmulator
 from kubeletemu.fleet.censored import censored_max, censored_percentile
 from kubeletemu.fleet.clock import SimClock
-from kubeletemu.fleet.controllers import PodGC, ReplicaSetController, Slot
+from kubeletemu.fleet.controllers import JobController, PodGC, ReplicaSetController, Slot
 from kubeletemu.fleet.controllers.podgc import GC_CHECK_PERIOD_S
 from kubeletemu.fleet.cycle import KeptRejections
 from kubeletemu.fleet.exporters import Exporter, make_exporter
@@ -69,7 +70,15 @@ from kubeletemu.fleet.kubelet import (
 from kubeletemu.fleet.runlog import RunLog
 from kubeletemu.fleet.scheduler_queue import SchedulerQueue
 from kubeletemu.fleet.scheduling import CachedTopology, ExactScheduler, Scheduler, with_cache_source
-from kubeletemu.fleet.spec import EXACT_NUMA, EXACT_SETUPS, ConfigurationSpec, group_config
+from kubeletemu.fleet.spec import (
+    BARE_POD,
+    EXACT_NUMA,
+    EXACT_SETUPS,
+    JOB,
+    REPLICA_SET,
+    ConfigurationSpec,
+    group_config,
+)
 from kubeletemu.fleet.workload import Arrival, PodRecord, arrivals, stable_seed
 from kubeletemu.machine import Machine
 from kubeletemu.manifest import pod_from_manifest
@@ -202,10 +211,7 @@ class FleetRun:
         self.template_names = [t.name for t in workload.templates] or [p.name for p in self.templates]
         self.template_stats = {name: _TemplateStats() for name in dict.fromkeys(self.template_names)}
         self.arrivals = arrivals(workload, config.seed)
-        self.controllers = [
-            ReplicaSetController(name, self.clock, config.controllers.replica_set, self._create_for)
-            for name in self.template_names
-        ]
+        self.controllers = [self._controller(index, name) for index, name in enumerate(self.template_names)]
         self.gc: PodGC[PodRecord] = PodGC(
             self.clock, config.controllers.terminated_pod_gc_threshold, self._collect
         )
@@ -357,7 +363,30 @@ class FleetRun:
             slots = [
                 self._open_slot(index, f"{template.name}-{n:05d}", None) for n in range(template.replicas)
             ]
-            self.controllers[index].open_replicas(slots)
+            controller = self.controllers[index]
+            assert isinstance(controller, ReplicaSetController)  # replicas: a ReplicaSet's (spec)
+            controller.open_replicas(slots)
+
+    def _controller(self, index: int, name: str) -> ReplicaSetController | JobController | None:
+        """The template's controller by kind (a trace's pods: ReplicaSet); None for bare pods."""
+        templates = self.config.workload.templates
+        kind = templates[index].controller if templates else REPLICA_SET
+        controllers = self.config.controllers
+        if kind == JOB:
+            limit = templates[index].backoff_limit
+            return JobController(name, self.clock, controllers.job, limit, self._create_for, self._give_up)
+        if kind == BARE_POD:
+            return None
+        return ReplicaSetController(name, self.clock, controllers.replica_set, self._create_for)
+
+    def _give_up(self, slot: Slot) -> None:
+        """No pod will be created for the slot again (a bare pod failed, a Job past its backoffLimit): it
+        closes without Running (censored)."""
+        if slot.done or slot.running_at is not None:
+            return
+        slot.done = True
+        self.waiting -= 1
+        self._check_done()
 
     def _create_for(self, slot: Slot) -> None:
         """A create the slot's controller sent."""
@@ -387,10 +416,11 @@ class FleetRun:
     def _observe(self, record: PodRecord, phase: str | None, *, ours: bool = False) -> None:
         """The controllers' informer delivers the pod's change ``informerDelay`` later."""
         controller = self.controllers[record.slot.template]
+        if controller is None:
+            return
         key, slot = record.key, record.slot
         self.clock.after(
-            self.config.controllers.replica_set.informer_delay_s,
-            lambda: controller.observe(key, slot, phase, ours=ours),
+            controller.spec.informer_delay_s, lambda: controller.observe(key, slot, phase, ours=ours)
         )
 
     def _write(self, record: PodRecord, pod: Pod) -> None:
@@ -554,9 +584,11 @@ class FleetRun:
             self.counters.other_admission_errors += 1
         node.pods.pop(pod.uid, None)  # the scheduler's informer drops terminated pods
         self._set_pods(node)
-        record.slot.failed_at = now
+        record.slot.failed_at, record.slot.failed_created = now, record.creation_second
         self._write(record, dataclasses.replace(pod, phase=FAILED))
         self.gc.pod_terminated(record.key, record)
+        if self.controllers[record.slot.template] is None:
+            self._give_up(record.slot)  # a bare pod: nothing replaces it
 
     def _started(self, record: PodRecord, node: _Node) -> None:
         """The containers started: Running (the poststart hooks run)."""

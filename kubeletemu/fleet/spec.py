@@ -23,6 +23,7 @@ exporter:                        # one per node, publishing the node's NRT (kube
   fingerprintMethod: with-exclusive-resources   # RTE's default; nfd-topology-updater signs every listed pod
 controllers:                     # kube-controller-manager's, as far as the fleet needs them
   replicaSet: {informerDelay: 100ms, syncDelay: 100ms}
+  job: {informerDelay: 100ms, syncDelay: 100ms}   # the Job controller's (its backoff is upstream's)
   podGC: {terminatedPodThreshold: 12500}   # --terminated-pod-gc-threshold, checked every 20 s
 schedulers:                      # the setups to compare, by name
 - name: default                  # the NUMA-blind default scheduler
@@ -41,7 +42,14 @@ schedulers:                      # the setups to compare, by name
 workload:
   templates:                     # or trace: FILE (Pod manifests annotated with arrival times)
   - weight: 3                    # one-shot pods of the arrival process, each a slot of its template's
+    controller: ReplicaSet       # who replaces a rejected pod (default ReplicaSet: at once, as before);
+                                 #   Job: after its pod-failure backoff (10 s doubling, capped at 10 min),
+                                 #   the Job failing past backoffLimit; Pod: a bare pod, never replaced
     pod: {metadata: {name: web}, spec: {containers: [{name: c, resources: {limits: {cpu: "4"}}}]}}
+  - weight: 1
+    controller: Job
+    backoffLimit: 6              # Job only (the Job's spec.backoffLimit; default 6)
+    pod: {metadata: {name: batch}, spec: {containers: [{name: c, resources: {limits: {cpu: "2"}}}]}}
   - replicas: 10                 # or a ReplicaSet of this many pods, created at the start
     pod: {metadata: {name: db}, spec: {containers: [{name: c, resources: {limits: {cpu: "8"}}}]}}
   rate: 2                        # Poisson arrivals per second (with weighted templates)
@@ -146,7 +154,11 @@ _EXPORTER_KEYS = (
     "kubeletStateDir",
     "fingerprintMethod",
 )
-_CONTROLLERS_KEYS = ("replicaSet", "podGC")
+_CONTROLLERS_KEYS = ("replicaSet", "job", "podGC")
+# Who owns a template's pods (``workload.templates[].controller``); the default is today's (ReplicaSet).
+REPLICA_SET, JOB, BARE_POD = "ReplicaSet", "Job", "Pod"
+CONTROLLER_KINDS = (REPLICA_SET, JOB, BARE_POD)
+DEFAULT_BACKOFF_LIMIT = 6  # batch/v1 Job's spec.backoffLimit default
 _SCHEDULER_KEYS = ("name", "model", "args", "config", "profile", "schedulerVersion")
 _WORKLOAD_KEYS = ("templates", "trace", "rate", "total", "lifetime", "startupLatency", "drain")
 # Fields of older files, refused with what replaced them.
@@ -223,6 +235,7 @@ class ReplicaSetSpec:
 class ControllersSpec:
     replica_set: ReplicaSetSpec = field(default_factory=ReplicaSetSpec)
     terminated_pod_gc_threshold: int = DEFAULT_TERMINATED_POD_GC_THRESHOLD
+    job: ReplicaSetSpec = field(default_factory=ReplicaSetSpec)  # the Job controller's delays
 
 
 @dataclass(frozen=True)
@@ -231,6 +244,8 @@ class Template:
     weight: float  # 0 for a ReplicaSet template (not in the arrival process)
     manifest: str  # the Pod manifest as JSON text
     replicas: int | None = None
+    controller: str = REPLICA_SET
+    backoff_limit: int = DEFAULT_BACKOFF_LIMIT
 
 
 @dataclass(frozen=True)
@@ -692,15 +707,7 @@ def _exporter(where: _Where, raw: Any) -> ExporterSpec:
 def _controllers(where: _Where, raw: Any) -> ControllersSpec:
     controllers = read.mapping(where, "controllers", raw)
     _known(where, "controllers", controllers, _CONTROLLERS_KEYS)
-    rs = read.mapping(where, "controllers.replicaSet", controllers.get("replicaSet"))
-    _known(where, "controllers.replicaSet", rs, ("informerDelay", "syncDelay"))
-    defaults = ReplicaSetSpec()
-    replica_set = ReplicaSetSpec(
-        duration(
-            where, "controllers.replicaSet.informerDelay", rs.get("informerDelay", defaults.informer_delay_s)
-        ),
-        duration(where, "controllers.replicaSet.syncDelay", rs.get("syncDelay", defaults.sync_delay_s)),
-    )
+    replica_set, job = (_delays(where, controllers, key) for key in ("replicaSet", "job"))
     gc = read.mapping(where, "controllers.podGC", controllers.get("podGC"))
     _known(where, "controllers.podGC", gc, ("terminatedPodThreshold",))
     threshold = read.integer(
@@ -709,7 +716,19 @@ def _controllers(where: _Where, raw: Any) -> ControllersSpec:
     )  # fmt: skip
     if threshold < 0:
         raise where.error("controllers.podGC.terminatedPodThreshold", f"must be at least 0, got {threshold}")
-    return ControllersSpec(replica_set, threshold)
+    return ControllersSpec(replica_set, threshold, job)
+
+
+def _delays(where: _Where, controllers: Mapping[str, Any], key: str) -> ReplicaSetSpec:
+    """A controller's ``{informerDelay, syncDelay}``."""
+    path = f"controllers.{key}"
+    raw = read.mapping(where, path, controllers.get(key))
+    _known(where, path, raw, ("informerDelay", "syncDelay"))
+    defaults = ReplicaSetSpec()
+    return ReplicaSetSpec(
+        duration(where, f"{path}.informerDelay", raw.get("informerDelay", defaults.informer_delay_s)),
+        duration(where, f"{path}.syncDelay", raw.get("syncDelay", defaults.sync_delay_s)),
+    )
 
 
 def _schedulers(where: _Where, base: Path, raw: Any) -> tuple[_Scheduler, ...]:
@@ -836,9 +855,23 @@ def _workload(where: _Where, base: Path, raw: Any) -> WorkloadSpec:
     for index, item in enumerate(read.sequence(where, "workload.templates", workload["templates"])):
         path = f"workload.templates[{index}]"
         entry = read.mapping(where, path, item)
-        _known(where, path, entry, ("weight", "replicas", "pod"))
+        _known(where, path, entry, ("weight", "replicas", "pod", "controller", "backoffLimit"))
         replicas: int | None = None
         weight: Any = 0.0
+        controller = read.string(where, f"{path}.controller", entry.get("controller", REPLICA_SET))
+        if controller not in CONTROLLER_KINDS:
+            raise where.error(
+                f"{path}.controller", f"{controller!r}: expected one of {', '.join(CONTROLLER_KINDS)}"
+            )
+        backoff_limit = DEFAULT_BACKOFF_LIMIT
+        if "backoffLimit" in entry:
+            if controller != JOB:
+                raise where.error(f"{path}.backoffLimit", "only with controller: Job")
+            backoff_limit = read.integer(where, f"{path}.backoffLimit", entry["backoffLimit"])
+            if backoff_limit < 0:
+                raise where.error(f"{path}.backoffLimit", f"must be at least 0, got {backoff_limit}")
+        if "replicas" in entry and controller != REPLICA_SET:
+            raise where.error(f"{path}.replicas", f"only with controller: {REPLICA_SET}")
         if "replicas" in entry:
             if "weight" in entry:
                 raise where.error(
@@ -856,7 +889,16 @@ def _workload(where: _Where, base: Path, raw: Any) -> WorkloadSpec:
             raise FleetError(str(err)) from None
         if pod.name in {t.name for t in templates}:
             raise where.error(f"{path}.pod.metadata.name", f"duplicate template name {pod.name!r}")
-        templates.append(Template(pod.name, float(weight), json.dumps(manifest, sort_keys=True), replicas))
+        templates.append(
+            Template(
+                pod.name,
+                float(weight),
+                json.dumps(manifest, sort_keys=True),
+                replicas,
+                controller,
+                backoff_limit,
+            )
+        )
     if not templates:
         raise where.error("workload.templates", "expected at least one pod template")
     if not any(t.replicas is None for t in templates):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fleet.test_mechanisms import RACE, fleet
+from tests.fleet.test_mechanisms import RACE, fleet, results
 
 pytestmark = pytest.mark.slow
 
@@ -48,3 +48,30 @@ def test_a_pod_that_never_runs_is_censored_not_given_the_run_length(tmp_path: Pa
     assert row.split()[-4:] == [">", "run", "length", "1"]  # time to Running p99, never Running
     assert len(per_run) == 2
     assert all(line.count("> run length") == 2 for line in per_run)  # pending max, to Running p99
+
+
+def _controlled(text: str, a: str, b: str) -> str:
+    """RACE's templates ``a`` and ``b`` under the given controller lines."""
+    text = text.replace("  - pod: {metadata: {name: a}", f"  - {a}\n    pod: {{metadata: {{name: a}}")
+    return text.replace("  - pod: {metadata: {name: b}", f"  - {b}\n    pod: {{metadata: {{name: b}}")
+
+
+def test_a_job_replaces_a_rejected_pod_after_its_backoff_and_a_bare_pod_is_never_replaced(
+    tmp_path: Path,
+) -> None:
+    """The NUMA-blind default scheduler's rejected pods: a ReplicaSet's (the default) are replaced within a
+    second; a Job's only after its pod-failure backoff, 10 s from the failed pod's creation timestamp (to
+    the second); a bare pod, or a Job with backoffLimit 0, never — its slot closes without Running."""
+    base = RACE.replace("schedulers: [reserve]", "schedulers: [default]")
+    base = base.replace("total: 40", "total: 40\n  lifetime: {fixed: 5s}")  # room for every pod
+    [replica_set] = results(tmp_path, base)
+    [job] = results(tmp_path, _controlled(base, "controller: Job", "controller: Job"))
+    [bare] = results(tmp_path, _controlled(base, "controller: Pod", "controller: Job\n    backoffLimit: 0"))
+    for run in (replica_set, job, bare):
+        assert run["topology_affinity_errors"] > 0
+    assert replica_set["replacement_delay_s"]["max"] < 1.0
+    assert job["replacements"] > 0
+    assert job["replacement_delay_s"]["min"] >= 9.1 - 1e-6  # 10 s from the second it was created, + 0.1 s
+    assert bare["replacements"] == 0
+    # Every rejected slot closed: never Running, and the run did not wait for it.
+    assert bare["never_running"] == bare["topology_affinity_errors"] == bare["failed_at_end"]

@@ -169,6 +169,9 @@ def test_the_same_file_twice_gives_the_same_json_to_the_byte(tmp_path: Path) -> 
             figure = summary[key]
             values = [r[key] for r in pair]
             assert set(figure) - {"censored_seeds"} == {"mean", "low", "high"}
+            if None in values:  # a wait that never ended decides the percentile in that seed
+                assert figure == {"mean": None, "low": None, "high": None, "censored_seeds": 1}
+                continue
             assert figure.get("censored_seeds", 0) == 0
             assert figure["mean"] == pytest.approx(sum(values) / 2, abs=1e-6)
             assert figure["low"] <= figure["mean"] <= figure["high"]

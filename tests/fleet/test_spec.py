@@ -178,3 +178,19 @@ def test_versions_controllers_and_replicas(fleet_dir: Path) -> None:
     )
     assert latency.workload.startup_latency == Distribution("fixed", 0.0)
     assert parse_fleet(SMALL, "f", fleet_dir).workload.startup_latency == Distribution("uniform", 1.0, 3.0)
+
+
+def test_a_templates_controller_kind(fleet_dir: Path) -> None:
+    """ReplicaSet by default (today's replacement); Job with its backoffLimit; Pod: bare."""
+    job = SMALL.replace("  - weight: 1\n", "  - weight: 1\n    controller: Job\n    backoffLimit: 2\n")
+    templates = parse_fleet(job, "f.yaml", fleet_dir).workload.templates
+    assert [(t.controller, t.backoff_limit) for t in templates] == [("ReplicaSet", 6), ("Job", 2)]
+    for template, message in (
+        (
+            "  - weight: 1\n    controller: CronJob\n",
+            "controller: 'CronJob': expected one of ReplicaSet, Job, Pod",
+        ),
+        ("  - weight: 1\n    backoffLimit: 1\n", "backoffLimit: only with controller: Job"),
+        ("  - replicas: 1\n    controller: Pod\n", "replicas: only with controller: ReplicaSet"),
+    ):
+        assert message in _broken(fleet_dir, "  - weight: 1\n", template)
