@@ -144,6 +144,7 @@ class _Counters:
     stale_flushes: int = 0
     reservations_lost: int = 0
     errors_after_stale_flush: int = 0
+    bind_failures: int = 0
 
 
 @dataclass
@@ -185,6 +186,7 @@ class FleetRun:
                 version=config.scheduler_version,
                 rng=select_rng,
                 memo=memo,
+                count_assumed=config.count_assumed,
             )
             if config.kind in EXACT_SETUPS
             else None
@@ -196,6 +198,7 @@ class FleetRun:
             self.source = CachedTopology(self.cache, memo=memo)
             profile = with_cache_source(profile, self.source)
         self.overreserve = self.cache if isinstance(self.cache, OverReserve) else None
+        self.would_admit = exact.would_admit if exact is not None else None
         self.profile = profile
         self.scheduler = exact or Scheduler(
             profile,
@@ -507,8 +510,7 @@ class FleetRun:
         if chosen is None:
             self.queue.failed(record, rejected, pending)
             return
-        self.queue.binding(record)
-        self._bind(record, self.by_name[chosen.name])
+        self._assume(record, self.by_name[chosen.name])
 
     def _state(self) -> tuple[int, int] | None:
         """What every Filter reads, as a version: the node list and the NRT cache's answers (None: the
@@ -528,16 +530,50 @@ class FleetRun:
         if self.source is not None:
             self.source.changed(node.name)
 
-    def _bind(self, record: PodRecord, node: _Node) -> None:
-        now = self.clock.now()
+    def _assume(self, record: PodRecord, node: _Node) -> None:
+        """``assume`` and Reserve (kube-scheduler v1.36.3 ``schedule_one.go``, ``schedulingCycle``): the
+        scheduler's cache counts the pod on the node from now; the binding cycle runs on its own
+        (``bindingCycle``, ``binding.latency`` later) and may fail."""
         pod = dataclasses.replace(record.pod, node_name=node.name)
-        record.bound_at, record.node = now, node.index
         if self.cache is not None:
             self.cache.reserve_node_resources(node.name, pod)
             if self.overreserve is not None:
-                node.reserved[record.key] = now
+                node.reserved[record.key] = self.clock.now()
         node.pods[pod.uid] = pod
         self._set_pods(node)
+        if self.would_admit is not None:
+            self.would_admit.assume(node.name, pod)
+        binding = self.config.binding
+        record.binds += 1
+        rng = random.Random(stable_seed("bind", self.config.seed, pod.name, record.binds))
+        latency = binding.latency.draw(rng) or 0.0
+        failed = binding.failure_rate > 0 and rng.random() < binding.failure_rate
+        if failed:
+            self.clock.after(latency, lambda: self._bind_failed(record, node, pod))
+        elif latency > 0:
+            self.clock.after(latency, lambda: self._bound(record, node, pod))
+        else:
+            self._bound(record, node, pod)
+
+    def _bind_failed(self, record: PodRecord, node: _Node, pod: Pod) -> None:
+        """``handleBindingCycleError``: Unreserve and ``ForgetPod``, an AssignedPodDelete for the queue, and
+        the pod back to it as a failed attempt (``FailureHandler``)."""
+        self.counters.bind_failures += 1
+        if self.cache is not None:
+            self.cache.unreserve_node_resources(node.name, pod)
+        node.reserved.pop(record.key, None)
+        node.pods.pop(pod.uid, None)
+        self._set_pods(node)
+        if self.would_admit is not None:
+            self.would_admit.settled(node.name, pod.uid)
+        self.queue.bind_failed(record, pod)
+
+    def _bound(self, record: PodRecord, node: _Node, pod: Pod) -> None:
+        """The Binding is stored (the binding cycle's ``Done``); the kubelet's watch delivers it
+        ``binding.kubeletWatchLatency`` later."""
+        self.queue.binding(record)
+        now = self.clock.now()
+        record.bound_at, record.node = now, node.index
         self._write(record, pod)
         if self.cache is not None:
             self.cache.post_bind(node.name, pod)
@@ -545,12 +581,25 @@ class FleetRun:
         self.pending_times.append(wait)
         self.template_stats[self.template_names[record.slot.template]].pending.append(wait)
         self._pending_delta(-1)
-        # The kubelet sees the bind and admits at once.
+        rng = random.Random(stable_seed("watch", self.config.seed, pod.name))
+        watch = self.config.binding.watch_latency.draw(rng) or 0.0
+        if watch > 0:
+            self.clock.after(watch, lambda: self._admit(record, node, pod, later=True))
+        else:
+            self._admit(record, node, pod)
+
+    def _admit(self, record: PodRecord, node: _Node, pod: Pod, *, later: bool = False) -> None:
+        """The kubelet sees the pod bound to it and admits it (or rejects it)."""
+        if self.would_admit is not None:
+            self.would_admit.settled(node.name, pod.uid)
         report = node.kubelet.admit(pod)
         self.counters.admissions += 1
         if report.admitted:
             record.admitted = True
             record.exclusive = holds_exclusive(report)
+            if later:
+                # The node changed under an unchanged NodeInfo: what the scheduler kept for it is stale.
+                self._replace_info(node)
             if node.exporter is not None and record.exclusive:
                 node.exporter.state_files_written()
             latency = self._startup_latency(pod)
@@ -743,6 +792,7 @@ class FleetRun:
             "garbage_collected": self.gc.deleted,
             "plugin_crashes": counters.plugin_crashes,
             "reserve_failures": counters.reserve_failures,
+            "bind_failures": counters.bind_failures,
             "resync_skipped_other": counters.resync_skipped_other,
             "fingerprint_mismatch_at_end": self._mismatched_nodes(),
             "replacement_delay_s": {

@@ -21,6 +21,10 @@ exporter:                        # one per node, publishing the node's NRT (kube
   maxEventsPerSecond: 1          # RTE's rate limiter (--max-events-per-second; 0: none)
   kubeletStateDir: true          # nfd-topology-updater --kubelet-state-dir watched (its default)
   fingerprintMethod: with-exclusive-resources   # RTE's default; nfd-topology-updater signs every listed pod
+binding:                         # the binding cycle and the kubelet's watch (defaults: none, as before)
+  latency: {fixed: 0s}           # assume (Reserve) to the Binding stored: kube-scheduler's bindingCycle
+  failureRate: 0                 # a bind that fails (seeded per pod): ForgetPod, Unreserve, back to the queue
+  kubeletWatchLatency: {fixed: 0s}   # the Binding stored to the kubelet's watch delivering it (admission)
 controllers:                     # kube-controller-manager's, as far as the fleet needs them
   replicaSet: {informerDelay: 100ms, syncDelay: 100ms}
   job: {informerDelay: 100ms, syncDelay: 100ms}   # the Job controller's (its backoff is upstream's)
@@ -37,6 +41,7 @@ schedulers:                      # the setups to compare, by name
   schedulerVersion: "1.33"       # optional: this scheduler's queue version
 - name: exact                    # each node's WouldAdmit as Filter, the default scores
   model: exact
+  args: {countAssumedPods: true} # WouldAdmit counts assumed pods (bound, not yet admitted); the default
 - name: exact-numa               # the same Filter, scored fewest NUMA nodes then tightest fit (exact state)
   model: exact-numa
 workload:
@@ -143,7 +148,7 @@ LIFETIME_ANNOTATION = "fleet.kubeletemu.io/lifetime"
 
 _TOP_KEYS = (
     "apiVersion", "kind", "seed", "schedulerVersion", "nodeGroups", "exporter", "controllers", "schedulers",
-    "workload", "matrix",
+    "workload", "matrix", "binding",
 )  # fmt: skip
 _GROUP_KEYS = ("name", "count", "topology", "config", "labels", "kubeletVersion")
 _EXPORTER_KEYS = (
@@ -172,6 +177,8 @@ _REMOVED = {
 }
 # A realistic start-up (image present, containers starting): bind to Running.
 DEFAULT_STARTUP_LATENCY = Distribution(UNIFORM, 1.0, 3.0)
+# The binding cycle's and the kubelet's watch's default: none (the fleet before they were separate events).
+NO_LATENCY = Distribution(FIXED, 0.0)
 # kube-controller-manager's --terminated-pod-gc-threshold default.
 DEFAULT_TERMINATED_POD_GC_THRESHOLD = 12500
 _MATRIX_KEYS = ("schedulers", "caches", "resyncPeriods", "exporterPeriods", "seeds")
@@ -229,6 +236,18 @@ class ReplicaSetSpec:
 
     informer_delay_s: float = 0.1
     sync_delay_s: float = 0.1
+
+
+@dataclass(frozen=True)
+class BindingSpec:
+    """kube-scheduler's binding cycle and the kubelet's watch (:mod:`kubeletemu.fleet.engine`): the time
+    from a pod's assume to its Binding stored (``latency``), the chance the bind fails (``failure_rate``:
+    ``ForgetPod`` and requeue), and the time from the Binding stored to the kubelet's admission
+    (``watch_latency``). Zero (the default) is the fleet as before: one instant."""
+
+    latency: Distribution = NO_LATENCY
+    failure_rate: float = 0.0
+    watch_latency: Distribution = NO_LATENCY
 
 
 @dataclass(frozen=True)
@@ -293,6 +312,8 @@ class ConfigurationSpec:
     percentage_of_nodes_to_score: int = 0
     scheduler_version: str = scheduler_versions.DEFAULT_VERSION
     controllers: ControllersSpec = field(default_factory=ControllersSpec)
+    binding: BindingSpec = field(default_factory=BindingSpec)
+    count_assumed: bool = True  # an exact setup's WouldAdmit counts assumed pods
 
     def build_profile(self) -> Profile:
         if self.kind in EXACT_SETUPS or not self.scheduler_config:
@@ -316,6 +337,7 @@ class _Scheduler:
     config: Mapping[str, Any] | None  # the KubeSchedulerConfiguration document; None: default profile
     profile: str | None
     version: str | None = None  # its own schedulerVersion
+    count_assumed: bool = True  # exact setups: args.countAssumedPods
 
 
 @dataclass(frozen=True)
@@ -337,6 +359,7 @@ class FleetSpec:
     matrix: _Matrix
     scheduler_version: str = scheduler_versions.DEFAULT_VERSION
     controllers: ControllersSpec = field(default_factory=ControllersSpec)
+    binding: BindingSpec = field(default_factory=BindingSpec)
 
     def configurations(self) -> list[ConfigurationSpec]:
         """The matrix, expanded in the order of its axes; every configuration validated."""
@@ -366,6 +389,7 @@ class FleetSpec:
                 scheduler_config="", profile=None, flavour=FLAVOUR_RTE, cache=None, resync_period_s=None,
                 exporter=None, node_groups=self.node_groups, workload=self.workload, seed=seed,
                 source=self.source, scheduler_version=version, controllers=self.controllers,
+                binding=self.binding, count_assumed=scheduler.count_assumed,
             )  # fmt: skip
         document = dict(scheduler.config) if scheduler.config is not None else None
         plugins = _profile_plugins(document, scheduler.profile)
@@ -404,7 +428,7 @@ class FleetSpec:
             exporter=exporter, node_groups=self.node_groups, workload=self.workload, seed=seed,
             source=self.source,
             percentage_of_nodes_to_score=_percentage(where, scheduler.name, document),
-            scheduler_version=version, controllers=self.controllers,
+            scheduler_version=version, controllers=self.controllers, binding=self.binding,
         )  # fmt: skip
         try:
             config.build_profile()  # parses every plugin's args, the cache's included
@@ -518,12 +542,13 @@ def parse_fleet(text: str, source: str = "<fleet>", base_dir: str | os.PathLike[
     groups = _node_groups(where, base, doc.get("nodeGroups"))
     exporter = _exporter(where, doc.get("exporter"))
     controllers = _controllers(where, doc.get("controllers"))
+    binding = _binding(where, doc.get("binding"))
     schedulers = _schedulers(where, base, doc.get("schedulers"))
     workload = _workload(where, base, doc.get("workload"))
     matrix = _matrix(where, doc.get("matrix"), schedulers, exporter, seed)
     spec = FleetSpec(
         source, groups, exporter, schedulers, workload, matrix, version or scheduler_versions.DEFAULT_VERSION,
-        controllers,
+        controllers, binding,
     )  # fmt: skip
     spec.configurations()  # every configuration's scheduler is built once here: bad input fails now
     return spec
@@ -731,6 +756,25 @@ def _delays(where: _Where, controllers: Mapping[str, Any], key: str) -> ReplicaS
     )
 
 
+def _binding(where: _Where, raw: Any) -> BindingSpec:
+    binding = read.mapping(where, "binding", raw)
+    _known(where, "binding", binding, ("latency", "failureRate", "kubeletWatchLatency"))
+    defaults = BindingSpec()
+    latency, watch = (
+        defaults_value
+        if binding.get(key) is None
+        else _distribution(where, f"binding.{key}", binding[key], allow_zero=True)
+        for key, defaults_value in (
+            ("latency", defaults.latency),
+            ("kubeletWatchLatency", defaults.watch_latency),
+        )
+    )
+    rate = binding.get("failureRate", 0)
+    if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 <= rate < 1:
+        raise where.error("binding.failureRate", f"expected a fraction in [0, 1), got {rate!r}")
+    return BindingSpec(latency, float(rate), watch)
+
+
 def _schedulers(where: _Where, base: Path, raw: Any) -> tuple[_Scheduler, ...]:
     items = read.sequence(where, "schedulers", raw)
     if not items:
@@ -751,10 +795,17 @@ def _schedulers(where: _Where, base: Path, raw: Any) -> tuple[_Scheduler, ...]:
             if "profile" in entry:
                 raise where.error(f"{path}.profile", "only with config")
             if model in (*EXACT_SETUPS, DEFAULT):
-                if "args" in entry:
+                count_assumed = True
+                if model in EXACT_SETUPS:
+                    exact_args = read.mapping(where, f"{path}.args", entry.get("args"))
+                    _known(where, f"{path}.args", exact_args, ("countAssumedPods",))
+                    count_assumed = read.boolean(
+                        where, f"{path}.args.countAssumedPods", exact_args.get("countAssumedPods", True)
+                    )
+                elif "args" in entry:
                     raise where.error(f"{path}.args", f"model {model} takes no args")
                 kind = model if model in EXACT_SETUPS else "profile"
-                out.append(_Scheduler(name, kind, None, None, version))
+                out.append(_Scheduler(name, kind, None, None, version, count_assumed))
                 continue
             if model not in MODELS:
                 known = ", ".join([DEFAULT, *EXACT_SETUPS, *MODELS])

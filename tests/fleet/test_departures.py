@@ -75,3 +75,28 @@ def test_a_job_replaces_a_rejected_pod_after_its_backoff_and_a_bare_pod_is_never
     assert bare["replacements"] == 0
     # Every rejected slot closed: never Running, and the run did not wait for it.
     assert bare["never_running"] == bare["topology_affinity_errors"] == bare["failed_at_end"]
+
+
+def test_a_bind_to_admission_delay_fails_an_exact_filter_that_forgets_assumed_pods(tmp_path: Path) -> None:
+    """The kubelet sees each Binding 2 s after it is stored, and a fifth of the binds fail (ForgetPod,
+    requeue): the exact filter that answers on what the kubelets hold forgets the pods in flight and their
+    nodes reject some; counting assumed pods, as kube-scheduler's cache does, no pod is rejected. Without
+    the delay (the default) neither is rejected."""
+    text = RACE.replace(
+        "- {name: default, model: default}",
+        "- {name: blind, model: exact, args: {countAssumedPods: false}}\n- {name: exact, model: exact}",
+    ).replace("schedulers: [reserve]", "schedulers: [blind, exact]")
+    text = text.replace("total: 40", "total: 40\n  lifetime: {fixed: 5s}")
+    delayed = (
+        text
+        + "binding: {latency: {uniform: [0s, 200ms]}, failureRate: 0.2, kubeletWatchLatency: {fixed: 2s}}\n"
+    )
+    blind, exact = results(tmp_path, delayed)
+    assert blind["topology_affinity_errors"] > 0
+    assert exact["topology_affinity_errors"] == 0
+    for run in (blind, exact):
+        assert run["bind_failures"] > 0 and run["never_running"] == 0
+    at_once = results(tmp_path, text)
+    assert [r["topology_affinity_errors"] for r in at_once] == [0, 0]
+    assert [r["bind_failures"] for r in at_once] == [0, 0]
+
