@@ -178,6 +178,10 @@ class FleetRun:
         self._start_exporters()
         # selectHost's random pick among the top scores: the run's own stream.
         select_rng = random.Random(stable_seed("select-host", config.seed))
+        # parallelism > 1: the order the filter's goroutines find feasible nodes in, its own stream.
+        order_rng = (
+            random.Random(stable_seed("feasible-order", config.seed)) if config.parallelism > 1 else None
+        )
         exact = (
             ExactScheduler(
                 {n.name: n.emulator for n in self.nodes},
@@ -187,6 +191,7 @@ class FleetRun:
                 rng=select_rng,
                 memo=memo,
                 count_assumed=config.count_assumed,
+                order_rng=order_rng,
             )
             if config.kind in EXACT_SETUPS
             else None
@@ -206,6 +211,7 @@ class FleetRun:
             version=config.scheduler_version,
             rng=select_rng,
             memo=memo,
+            order_rng=order_rng,
         )
         self.reservers = [m for m in profile.models if callable(getattr(m, "reserve", None))]
         workload = config.workload

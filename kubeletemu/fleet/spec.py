@@ -5,6 +5,8 @@ apiVersion: kubeletemu.io/v1alpha1
 kind: Fleet
 seed: 1                          # the default of matrix.seeds
 schedulerVersion: "1.36"         # kube-scheduler's queue (1.32 ... 1.36; default the newest)
+parallelism: 1                   # kube-scheduler's: above 1, the filter's goroutines find feasible nodes in
+                                 #   an order drawn from the seed (ties with it); 1, the default: node order
 nodeGroups:                      # every node is a real NodeEmulator
 - name: worker                   # nodes are worker-000, worker-001, ...
   count: 50
@@ -148,7 +150,7 @@ LIFETIME_ANNOTATION = "fleet.kubeletemu.io/lifetime"
 
 _TOP_KEYS = (
     "apiVersion", "kind", "seed", "schedulerVersion", "nodeGroups", "exporter", "controllers", "schedulers",
-    "workload", "matrix", "binding",
+    "workload", "matrix", "binding", "parallelism",
 )  # fmt: skip
 _GROUP_KEYS = ("name", "count", "topology", "config", "labels", "kubeletVersion")
 _EXPORTER_KEYS = (
@@ -314,6 +316,7 @@ class ConfigurationSpec:
     controllers: ControllersSpec = field(default_factory=ControllersSpec)
     binding: BindingSpec = field(default_factory=BindingSpec)
     count_assumed: bool = True  # an exact setup's WouldAdmit counts assumed pods
+    parallelism: int = 1  # kube-scheduler's parallelism: above 1, feasible nodes in a seeded order
 
     def build_profile(self) -> Profile:
         if self.kind in EXACT_SETUPS or not self.scheduler_config:
@@ -360,6 +363,7 @@ class FleetSpec:
     scheduler_version: str = scheduler_versions.DEFAULT_VERSION
     controllers: ControllersSpec = field(default_factory=ControllersSpec)
     binding: BindingSpec = field(default_factory=BindingSpec)
+    parallelism: int = 1
 
     def configurations(self) -> list[ConfigurationSpec]:
         """The matrix, expanded in the order of its axes; every configuration validated."""
@@ -389,7 +393,7 @@ class FleetSpec:
                 scheduler_config="", profile=None, flavour=FLAVOUR_RTE, cache=None, resync_period_s=None,
                 exporter=None, node_groups=self.node_groups, workload=self.workload, seed=seed,
                 source=self.source, scheduler_version=version, controllers=self.controllers,
-                binding=self.binding, count_assumed=scheduler.count_assumed,
+                binding=self.binding, count_assumed=scheduler.count_assumed, parallelism=self.parallelism,
             )  # fmt: skip
         document = dict(scheduler.config) if scheduler.config is not None else None
         plugins = _profile_plugins(document, scheduler.profile)
@@ -429,6 +433,7 @@ class FleetSpec:
             source=self.source,
             percentage_of_nodes_to_score=_percentage(where, scheduler.name, document),
             scheduler_version=version, controllers=self.controllers, binding=self.binding,
+            parallelism=self.parallelism,
         )  # fmt: skip
         try:
             config.build_profile()  # parses every plugin's args, the cache's included
@@ -543,12 +548,13 @@ def parse_fleet(text: str, source: str = "<fleet>", base_dir: str | os.PathLike[
     exporter = _exporter(where, doc.get("exporter"))
     controllers = _controllers(where, doc.get("controllers"))
     binding = _binding(where, doc.get("binding"))
+    parallelism = _positive_int(where, "parallelism", doc.get("parallelism", 1))
     schedulers = _schedulers(where, base, doc.get("schedulers"))
     workload = _workload(where, base, doc.get("workload"))
     matrix = _matrix(where, doc.get("matrix"), schedulers, exporter, seed)
     spec = FleetSpec(
         source, groups, exporter, schedulers, workload, matrix, version or scheduler_versions.DEFAULT_VERSION,
-        controllers, binding,
+        controllers, binding, parallelism,
     )  # fmt: skip
     spec.configurations()  # every configuration's scheduler is built once here: bad input fails now
     return spec

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -100,3 +101,57 @@ def test_a_bind_to_admission_delay_fails_an_exact_filter_that_forgets_assumed_po
     assert [r["topology_affinity_errors"] for r in at_once] == [0, 0]
     assert [r["bind_failures"] for r in at_once] == [0, 0]
 
+
+TIES = """\
+apiVersion: kubeletemu.io/v1alpha1
+kind: Fleet
+schedulerVersion: "{version}"
+parallelism: {parallelism}
+nodeGroups:
+{groups}
+schedulers:
+- {{name: default, model: default}}
+workload:
+  trace: trace.yaml
+  startupLatency: {{fixed: 1s}}
+  drain: 30s
+matrix: {{seeds: [1, 2, 3]}}
+"""
+GROUP = """\
+- name: {name}
+  count: 3
+  topology:
+    synthetic: {{sockets: 2, coresPerSocket: 8, threadsPerCore: 2, nodesPerSocket: 1, memoryGiBPerNode: 32}}
+  config: [kubelet-config.yaml]
+"""
+POD = """\
+apiVersion: v1
+kind: Pod
+metadata: {{name: p{n}, annotations: {{fleet.kubeletemu.io/arrival: "{n}"}}}}
+spec: {{containers: [{{name: c, resources: {{limits: {{cpu: "4", memory: 2Gi}}}}}}]}}
+"""
+
+
+def _placements(tmp_path: Path, groups: str, version: str, parallelism: int) -> list[list[Any]]:
+    """Per seed: where the trace's pods sit at the end (each node's NUMA nodes' CPU use, by node name)."""
+    (tmp_path / "trace.yaml").write_text("---\n".join(POD.format(n=n) for n in range(1, 9)))
+    text = TIES.format(
+        version=version,
+        parallelism=parallelism,
+        groups="".join(GROUP.format(name=name) for name in groups.split()),
+    )
+    runs = results(tmp_path, text)
+    return [sorted([u["node"], u["numa"], u["cpu"]] for u in run["numa_utilisation"]) for run in runs]
+
+
+@pytest.mark.parametrize("version", ["1.34", "1.36"])
+def test_the_tie_order_changes_with_the_seed_and_not_with_the_node_lists_order(
+    tmp_path: Path, version: str
+) -> None:
+    """Six identical nodes, the same trace of 4-CPU pods in every seed, so the default scores tie: with
+    ``parallelism: 16`` the feasible nodes come in the order the filter's goroutines found them, drawn from
+    the seed — 1.34's ``selectHost`` reservoir and 1.36's score heap both break ties by it. The node list in
+    either order (its groups swapped) places the pods alike; another seed places them elsewhere."""
+    forward = _placements(tmp_path, "a b", version, 16)
+    assert _placements(tmp_path, "b a", version, 16) == forward
+    assert len({json.dumps(p) for p in forward}) > 1

@@ -257,6 +257,7 @@ class ExactScheduler(Scheduler):
         rng: random.Random | None = None,
         memo: bool = True,
         count_assumed: bool = True,
+        order_rng: random.Random | None = None,
     ) -> None:
         self.would_admit = WouldAdmit(emulators, memo=memo, count_assumed=count_assumed)
         super().__init__(
@@ -265,4 +266,5 @@ class ExactScheduler(Scheduler):
             version=version,
             rng=rng,
             memo=memo,
+            order_rng=order_rng,
         )
