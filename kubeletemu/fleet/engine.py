@@ -56,6 +56,7 @@ from kubeletemu.fleet.clock import SimClock
 from kubeletemu.fleet.controllers import JobController, PodGC, ReplicaSetController, Slot
 from kubeletemu.fleet.controllers.podgc import GC_CHECK_PERIOD_S
 from kubeletemu.fleet.cycle import KeptRejections
+from kubeletemu.fleet.distributions import FIXED
 from kubeletemu.fleet.exporters import Exporter, make_exporter
 from kubeletemu.fleet.gc_tuning import fewer_collections
 from kubeletemu.fleet.kubelet import (
@@ -551,9 +552,11 @@ class FleetRun:
             self.would_admit.assume(node.name, pod)
         binding = self.config.binding
         record.binds += 1
-        rng = random.Random(stable_seed("bind", self.config.seed, pod.name, record.binds))
-        latency = binding.latency.draw(rng) or 0.0
-        failed = binding.failure_rate > 0 and rng.random() < binding.failure_rate
+        latency, failed = binding.latency.a, False
+        if binding.latency.kind != FIXED or binding.failure_rate > 0:  # a draw (none at the defaults)
+            rng = random.Random(stable_seed("bind", self.config.seed, pod.name, record.binds))
+            latency = binding.latency.draw(rng) or 0.0
+            failed = binding.failure_rate > 0 and rng.random() < binding.failure_rate
         if failed:
             self.clock.after(latency, lambda: self._bind_failed(record, node, pod))
         elif latency > 0:
@@ -587,8 +590,10 @@ class FleetRun:
         self.pending_times.append(wait)
         self.template_stats[self.template_names[record.slot.template]].pending.append(wait)
         self._pending_delta(-1)
-        rng = random.Random(stable_seed("watch", self.config.seed, pod.name))
-        watch = self.config.binding.watch_latency.draw(rng) or 0.0
+        watch_latency = self.config.binding.watch_latency
+        watch = watch_latency.a
+        if watch_latency.kind != FIXED:
+            watch = watch_latency.draw(random.Random(stable_seed("watch", self.config.seed, pod.name))) or 0.0
         if watch > 0:
             self.clock.after(watch, lambda: self._admit(record, node, pod, later=True))
         else:

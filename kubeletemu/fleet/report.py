@@ -17,8 +17,9 @@ from typing import Any
 
 import yaml
 
+from kubeletemu.fleet.paired import comparisons, paired_ranking, per_seed
 from kubeletemu.fleet.setups import runs_text, short_names
-from kubeletemu.fleet.stats import base_name, ranking, summaries
+from kubeletemu.fleet.stats import base_name, summaries
 
 CSV_FIELDS = (
     "name", "scheduler", "scheduler_version", "cache", "resync_period_s", "exporter", "exporter_period_s",
@@ -73,8 +74,10 @@ def duration_text(seconds: float) -> str:
 
 
 def document(results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """``{configurations: [per run...], summaries: [per setup...]}``."""
-    return {"configurations": [dict(r) for r in results], "summaries": summaries([dict(r) for r in results])}
+    """``{configurations: [per run...], summaries: [per setup...], comparisons: [per pair of setups and
+    figure...]}`` (:func:`kubeletemu.fleet.paired.comparisons`)."""
+    runs = [dict(r) for r in results]
+    return {"configurations": runs, "summaries": summaries(runs), "comparisons": comparisons(runs)}
 
 
 def render_json(results: Sequence[Mapping[str, Any]]) -> str:
@@ -120,7 +123,7 @@ def render_table(results: Sequence[Mapping[str, Any]], *, per_seed: bool = False
         lines.append(short.note())
     lines.extend(["", *_summary_table(summary, short.names)])
     if any(len(s["seeds"]) > 1 for s in summary):
-        lines.extend(["", *_rankings(summary, short.names)])
+        lines.extend(["", *_rankings(summary, short.names, results)])
     if per_seed:
         lines.extend(["", *_per_seed_table(results, short.names)])
     return "\n".join(lines)
@@ -238,12 +241,38 @@ def _summary_table(summary: Sequence[Mapping[str, Any]], names: Mapping[str, str
     return ["summary over seeds: mean [95 % interval, Student's t]", *_aligned(rows)]
 
 
-def _rankings(summary: Sequence[Mapping[str, Any]], names: Mapping[str, str]) -> list[str]:
+def _rankings(
+    summary: Sequence[Mapping[str, Any]], names: Mapping[str, str], results: Sequence[Mapping[str, Any]]
+) -> list[str]:
+    """Per figure: the ranking from paired differences (:mod:`kubeletemu.fleet.paired`), then each
+    neighbouring pair's difference over their common seeds and in how many seeds each was lower."""
     named = [{**s, "name": names.get(s["name"], s["name"])} for s in summary]
-    lines = ["ranking ('<' only where the 95 % intervals separate, '≈' where they overlap):"]
+    lines = [
+        "ranking ('<' only where the paired 95 % interval of the difference over common seeds is below 0,",
+        "'≈' otherwise); each neighbouring pair: A − B mean [paired t interval], A lower in k of n seeds:",
+    ]
     for key, label in RANKED:
-        lines.extend(_wrapped(f"  {label}: ", ranking(named, key)))
+        values = {names.get(name, name): seeds for name, seeds in per_seed(results, key).items()}
+        text, pairs = paired_ranking(named, key, values)
+        lines.extend(_wrapped(f"  {label}: ", text))
+        seconds = key.endswith("_s")
+        for a, b, difference in pairs:
+            if difference["seeds"] < 2:
+                continue
+            span = f"[{_signed(difference['low'], seconds)}, {_signed(difference['high'], seconds)}]"
+            lines.append(
+                f"    {a} − {b}: {_signed(difference['mean_difference'], seconds)} {span}, {a} lower in "
+                f"{difference['a_better']} of {difference['seeds']}"
+            )
     return lines
+
+
+def _signed(value: float | None, seconds: bool) -> str:
+    """A difference: a count or a duration, with its sign."""
+    if value is None:
+        return "-"
+    sign = "−" if value < 0 else ""
+    return sign + (duration_text(abs(value)) if seconds else f"{abs(value):.1f}".removesuffix(".0"))
 
 
 def _wrapped(first: str, text: str) -> list[str]:
