@@ -249,7 +249,7 @@ def _rankings(
     named = [{**s, "name": names.get(s["name"], s["name"])} for s in summary]
     lines = [
         "ranking ('<' only where the paired 95 % interval of the difference over common seeds is below 0,",
-        "'≈' otherwise); each neighbouring pair: A − B mean [paired t interval], A lower in k of n seeds:",
+        "'≈' otherwise); each neighbouring pair: A − B mean [paired t interval], A lower in k of n seeds",
     ]
     for key, label in RANKED:
         values = {names.get(name, name): seeds for name, seeds in per_seed(results, key).items()}
@@ -261,7 +261,7 @@ def _rankings(
                 continue
             span = f"[{_signed(difference['low'], seconds)}, {_signed(difference['high'], seconds)}]"
             lines.append(
-                f"    {a} − {b}: {_signed(difference['mean_difference'], seconds)} {span}, {a} lower in "
+                f"    {a} − {b}: {_signed(difference['mean_difference'], seconds)} {span}, lower in "
                 f"{difference['a_better']} of {difference['seeds']}"
             )
     return lines

@@ -108,7 +108,7 @@ def test_paired_differences_rank_what_unpaired_intervals_cannot() -> None:
     assert paired_ranking(summary, "pending_p99_s", per_seed(results, "pending_p99_s"))[0] == "a ≈ b"
     table = render_table(results)
     assert "  TopologyAffinityError: a < b" in table
-    assert "    a − b: −1 [−1, −1], a lower in 3 of 3" in table
+    assert "    a − b: −1 [−1, −1], lower in 3 of 3" in table
     assert [c for c in comparisons(results) if c["figure"] == "topology_affinity_errors"] == [
         {"figure": "topology_affinity_errors", "a": "a", "b": "b", **difference}
     ]
