@@ -12,9 +12,10 @@ A pod's life, as a cluster runs it:
   (the API server and the scheduler's cache hold it at once) and PostBind runs. A pod no node takes goes
   back to the queue.
 * **admitted** by the node's kubelet when it sees the bind (``NodeEmulator.admit``, unchanged). A rejected
-  pod (TopologyAffinityError or another admission error) is **Failed** and stays Failed: its ReplicaSet
-  replaces it when its informer shows the failure (``informerDelay`` + ``syncDelay``), and the pod object
-  stays until the pod garbage collector deletes it.
+  pod (TopologyAffinityError or another admission error) is **Failed** and stays Failed: its template's
+  controller replaces it (a ReplicaSet when its informer shows the failure, ``informerDelay`` +
+  ``syncDelay``; a Job after its pod-failure backoff, up to its ``backoffLimit``; a bare pod never is), and
+  the pod object stays until the pod garbage collector deletes it.
 * an admitted pod is **Pending** for its start-up latency (``workload.startupLatency``), then **Running** (the
   containers' poststart hooks run: RTE's notify file for Guaranteed pods); a one-shot pod ends after its
   lifetime: **Succeeded**, its resources released (poststop hooks), its object kept until collected.
@@ -32,6 +33,9 @@ The run ends when every arrival has come and every open slot has reached Running
 last arrival). The workload (arrivals, templates, lifetimes, each pod's start-up latency) comes from the seed
 alone, so every scheduler of a matrix meets the same pods; the exporters' ticker phases and the garbage
 collector's from the seed and the node's name. Nothing depends on the configuration's position in a matrix.
+
+A wait that had not ended when the run did is censored (:mod:`.censored`): counted apart, and a percentile
+its rank falls on is None, not the run's length.
 """
 
 from __future__ import annotations
@@ -47,10 +51,12 @@ from typing import Any
 import simpy
 
 from kubeletemu.emulator import AdmissionReport, NodeEmulator
+from kubeletemu.fleet.censored import censored_max, censored_percentile
 from kubeletemu.fleet.clock import SimClock
-from kubeletemu.fleet.controllers import PodGC, ReplicaSetController, Slot
+from kubeletemu.fleet.controllers import JobController, PodGC, ReplicaSetController, Slot
 from kubeletemu.fleet.controllers.podgc import GC_CHECK_PERIOD_S
 from kubeletemu.fleet.cycle import KeptRejections
+from kubeletemu.fleet.distributions import FIXED
 from kubeletemu.fleet.exporters import Exporter, make_exporter
 from kubeletemu.fleet.gc_tuning import fewer_collections
 from kubeletemu.fleet.kubelet import (
@@ -65,7 +71,15 @@ from kubeletemu.fleet.kubelet import (
 from kubeletemu.fleet.runlog import RunLog
 from kubeletemu.fleet.scheduler_queue import SchedulerQueue
 from kubeletemu.fleet.scheduling import CachedTopology, ExactScheduler, Scheduler, with_cache_source
-from kubeletemu.fleet.spec import EXACT_NUMA, EXACT_SETUPS, ConfigurationSpec, group_config
+from kubeletemu.fleet.spec import (
+    BARE_POD,
+    EXACT_NUMA,
+    EXACT_SETUPS,
+    JOB,
+    REPLICA_SET,
+    ConfigurationSpec,
+    group_config,
+)
 from kubeletemu.fleet.workload import Arrival, PodRecord, arrivals, stable_seed
 from kubeletemu.machine import Machine
 from kubeletemu.manifest import pod_from_manifest
@@ -131,6 +145,7 @@ class _Counters:
     stale_flushes: int = 0
     reservations_lost: int = 0
     errors_after_stale_flush: int = 0
+    bind_failures: int = 0
 
 
 @dataclass
@@ -164,6 +179,10 @@ class FleetRun:
         self._start_exporters()
         # selectHost's random pick among the top scores: the run's own stream.
         select_rng = random.Random(stable_seed("select-host", config.seed))
+        # parallelism > 1: the order the filter's goroutines find feasible nodes in, its own stream.
+        order_rng = (
+            random.Random(stable_seed("feasible-order", config.seed)) if config.parallelism > 1 else None
+        )
         exact = (
             ExactScheduler(
                 {n.name: n.emulator for n in self.nodes},
@@ -172,6 +191,8 @@ class FleetRun:
                 version=config.scheduler_version,
                 rng=select_rng,
                 memo=memo,
+                count_assumed=config.count_assumed,
+                order_rng=order_rng,
             )
             if config.kind in EXACT_SETUPS
             else None
@@ -183,6 +204,7 @@ class FleetRun:
             self.source = CachedTopology(self.cache, memo=memo)
             profile = with_cache_source(profile, self.source)
         self.overreserve = self.cache if isinstance(self.cache, OverReserve) else None
+        self.would_admit = exact.would_admit if exact is not None else None
         self.profile = profile
         self.scheduler = exact or Scheduler(
             profile,
@@ -190,6 +212,7 @@ class FleetRun:
             version=config.scheduler_version,
             rng=select_rng,
             memo=memo,
+            order_rng=order_rng,
         )
         self.reservers = [m for m in profile.models if callable(getattr(m, "reserve", None))]
         workload = config.workload
@@ -198,10 +221,7 @@ class FleetRun:
         self.template_names = [t.name for t in workload.templates] or [p.name for p in self.templates]
         self.template_stats = {name: _TemplateStats() for name in dict.fromkeys(self.template_names)}
         self.arrivals = arrivals(workload, config.seed)
-        self.controllers = [
-            ReplicaSetController(name, self.clock, config.controllers.replica_set, self._create_for)
-            for name in self.template_names
-        ]
+        self.controllers = [self._controller(index, name) for index, name in enumerate(self.template_names)]
         self.gc: PodGC[PodRecord] = PodGC(
             self.clock, config.controllers.terminated_pod_gc_threshold, self._collect
         )
@@ -353,7 +373,30 @@ class FleetRun:
             slots = [
                 self._open_slot(index, f"{template.name}-{n:05d}", None) for n in range(template.replicas)
             ]
-            self.controllers[index].open_replicas(slots)
+            controller = self.controllers[index]
+            assert isinstance(controller, ReplicaSetController)  # replicas: a ReplicaSet's (spec)
+            controller.open_replicas(slots)
+
+    def _controller(self, index: int, name: str) -> ReplicaSetController | JobController | None:
+        """The template's controller by kind (a trace's pods: ReplicaSet); None for bare pods."""
+        templates = self.config.workload.templates
+        kind = templates[index].controller if templates else REPLICA_SET
+        controllers = self.config.controllers
+        if kind == JOB:
+            limit = templates[index].backoff_limit
+            return JobController(name, self.clock, controllers.job, limit, self._create_for, self._give_up)
+        if kind == BARE_POD:
+            return None
+        return ReplicaSetController(name, self.clock, controllers.replica_set, self._create_for)
+
+    def _give_up(self, slot: Slot) -> None:
+        """No pod will be created for the slot again (a bare pod failed, a Job past its backoffLimit): it
+        closes without Running (censored)."""
+        if slot.done or slot.running_at is not None:
+            return
+        slot.done = True
+        self.waiting -= 1
+        self._check_done()
 
     def _create_for(self, slot: Slot) -> None:
         """A create the slot's controller sent."""
@@ -383,10 +426,11 @@ class FleetRun:
     def _observe(self, record: PodRecord, phase: str | None, *, ours: bool = False) -> None:
         """The controllers' informer delivers the pod's change ``informerDelay`` later."""
         controller = self.controllers[record.slot.template]
+        if controller is None:
+            return
         key, slot = record.key, record.slot
         self.clock.after(
-            self.config.controllers.replica_set.informer_delay_s,
-            lambda: controller.observe(key, slot, phase, ours=ours),
+            controller.spec.informer_delay_s, lambda: controller.observe(key, slot, phase, ours=ours)
         )
 
     def _write(self, record: PodRecord, pod: Pod) -> None:
@@ -473,8 +517,7 @@ class FleetRun:
         if chosen is None:
             self.queue.failed(record, rejected, pending)
             return
-        self.queue.binding(record)
-        self._bind(record, self.by_name[chosen.name])
+        self._assume(record, self.by_name[chosen.name])
 
     def _state(self) -> tuple[int, int] | None:
         """What every Filter reads, as a version: the node list and the NRT cache's answers (None: the
@@ -494,16 +537,52 @@ class FleetRun:
         if self.source is not None:
             self.source.changed(node.name)
 
-    def _bind(self, record: PodRecord, node: _Node) -> None:
-        now = self.clock.now()
+    def _assume(self, record: PodRecord, node: _Node) -> None:
+        """``assume`` and Reserve (kube-scheduler v1.36.3 ``schedule_one.go``, ``schedulingCycle``): the
+        scheduler's cache counts the pod on the node from now; the binding cycle runs on its own
+        (``bindingCycle``, ``binding.latency`` later) and may fail."""
         pod = dataclasses.replace(record.pod, node_name=node.name)
-        record.bound_at, record.node = now, node.index
         if self.cache is not None:
             self.cache.reserve_node_resources(node.name, pod)
             if self.overreserve is not None:
-                node.reserved[record.key] = now
+                node.reserved[record.key] = self.clock.now()
         node.pods[pod.uid] = pod
         self._set_pods(node)
+        if self.would_admit is not None:
+            self.would_admit.assume(node.name, pod)
+        binding = self.config.binding
+        record.binds += 1
+        latency, failed = binding.latency.a, False
+        if binding.latency.kind != FIXED or binding.failure_rate > 0:  # a draw (none at the defaults)
+            rng = random.Random(stable_seed("bind", self.config.seed, pod.name, record.binds))
+            latency = binding.latency.draw(rng) or 0.0
+            failed = binding.failure_rate > 0 and rng.random() < binding.failure_rate
+        if failed:
+            self.clock.after(latency, lambda: self._bind_failed(record, node, pod))
+        elif latency > 0:
+            self.clock.after(latency, lambda: self._bound(record, node, pod))
+        else:
+            self._bound(record, node, pod)
+
+    def _bind_failed(self, record: PodRecord, node: _Node, pod: Pod) -> None:
+        """``handleBindingCycleError``: Unreserve and ``ForgetPod``, an AssignedPodDelete for the queue, and
+        the pod back to it as a failed attempt (``FailureHandler``)."""
+        self.counters.bind_failures += 1
+        if self.cache is not None:
+            self.cache.unreserve_node_resources(node.name, pod)
+        node.reserved.pop(record.key, None)
+        node.pods.pop(pod.uid, None)
+        self._set_pods(node)
+        if self.would_admit is not None:
+            self.would_admit.settled(node.name, pod.uid)
+        self.queue.bind_failed(record, pod)
+
+    def _bound(self, record: PodRecord, node: _Node, pod: Pod) -> None:
+        """The Binding is stored (the binding cycle's ``Done``); the kubelet's watch delivers it
+        ``binding.kubeletWatchLatency`` later."""
+        self.queue.binding(record)
+        now = self.clock.now()
+        record.bound_at, record.node = now, node.index
         self._write(record, pod)
         if self.cache is not None:
             self.cache.post_bind(node.name, pod)
@@ -511,12 +590,27 @@ class FleetRun:
         self.pending_times.append(wait)
         self.template_stats[self.template_names[record.slot.template]].pending.append(wait)
         self._pending_delta(-1)
-        # The kubelet sees the bind and admits at once.
+        watch_latency = self.config.binding.watch_latency
+        watch = watch_latency.a
+        if watch_latency.kind != FIXED:
+            watch = watch_latency.draw(random.Random(stable_seed("watch", self.config.seed, pod.name))) or 0.0
+        if watch > 0:
+            self.clock.after(watch, lambda: self._admit(record, node, pod, later=True))
+        else:
+            self._admit(record, node, pod)
+
+    def _admit(self, record: PodRecord, node: _Node, pod: Pod, *, later: bool = False) -> None:
+        """The kubelet sees the pod bound to it and admits it (or rejects it)."""
+        if self.would_admit is not None:
+            self.would_admit.settled(node.name, pod.uid)
         report = node.kubelet.admit(pod)
         self.counters.admissions += 1
         if report.admitted:
             record.admitted = True
             record.exclusive = holds_exclusive(report)
+            if later:
+                # The node changed under an unchanged NodeInfo: what the scheduler kept for it is stale.
+                self._replace_info(node)
             if node.exporter is not None and record.exclusive:
                 node.exporter.state_files_written()
             latency = self._startup_latency(pod)
@@ -550,9 +644,11 @@ class FleetRun:
             self.counters.other_admission_errors += 1
         node.pods.pop(pod.uid, None)  # the scheduler's informer drops terminated pods
         self._set_pods(node)
-        record.slot.failed_at = now
+        record.slot.failed_at, record.slot.failed_created = now, record.creation_second
         self._write(record, dataclasses.replace(pod, phase=FAILED))
         self.gc.pod_terminated(record.key, record)
+        if self.controllers[record.slot.template] is None:
+            self._give_up(record.slot)  # a bare pod: nothing replaces it
 
     def _started(self, record: PodRecord, node: _Node) -> None:
         """The containers started: Running (the poststart hooks run)."""
@@ -602,11 +698,10 @@ class FleetRun:
             self.progress(len(self.arrivals), len(self.arrivals))
         return self.result()
 
-    def _time_to_running(self) -> dict[int, float]:
-        """Per slot: from its first creation to Running (a slot still waiting: until the end)."""
-        end = self.clock.now()
+    def _time_to_running(self) -> dict[int, float | None]:
+        """Per slot: from its first creation to Running; None for a slot that never got there (censored)."""
         return {
-            s.id: (s.running_at if s.running_at is not None else end) - s.first_created for s in self.slots
+            s.id: (s.running_at - s.first_created if s.running_at is not None else None) for s in self.slots
         }
 
     def _mismatched_nodes(self) -> list[str]:
@@ -633,30 +728,30 @@ class FleetRun:
 
     def result(self) -> dict[str, Any]:
         config, counters = self.config, self.counters
-        end = self.clock.now()
-        # A pod object never bound waited until the end (a lower bound of its wait).
+        # A pod object never bound, and a slot never Running, waited longer than the run let it: censored.
         unbound = [r for r in self.records.values() if r.bound_at is None]
-        waits = sorted(self.pending_times + [end - r.created for r in unbound])
+        waits = sorted(self.pending_times)
         to_running = self._time_to_running()
-        running_times = sorted(to_running.values())
+        running_times = sorted(t for t in to_running.values() if t is not None)
+        never_running = len(to_running) - len(running_times)
         utilisation, free_cpu, free_memory = _utilisation(self.nodes)
         phases = [r.phase for r in self.records.values()]
         templates: dict[str, Any] = {}
         for name, stats in self.template_stats.items():
-            slot_times = sorted(
-                to_running[s.id] for s in self.slots if self.template_names[s.template] == name
-            )
-            pending = sorted(
-                stats.pending
-                + [end - r.created for r in unbound if self.template_names[r.slot.template] == name]
-            )
+            times = [to_running[s.id] for s in self.slots if self.template_names[s.template] == name]
+            slot_times = sorted(t for t in times if t is not None)
+            slots_censored = len(times) - len(slot_times)
+            pending = sorted(stats.pending)
+            pending_censored = sum(self.template_names[r.slot.template] == name for r in unbound)
             templates[name] = {
                 "pods": stats.pods,
                 "topology_affinity_errors": stats.topology_affinity_errors,
-                "pending_p50_s": _percentile(pending, 50),
-                "pending_p99_s": _percentile(pending, 99),
-                "time_to_running_p50_s": _percentile(slot_times, 50),
-                "time_to_running_p99_s": _percentile(slot_times, 99),
+                "pending_p50_s": censored_percentile(pending, pending_censored, 50),
+                "pending_p99_s": censored_percentile(pending, pending_censored, 99),
+                "pending_censored": pending_censored,
+                "time_to_running_p50_s": censored_percentile(slot_times, slots_censored, 50),
+                "time_to_running_p99_s": censored_percentile(slot_times, slots_censored, 99),
+                "never_running": slots_censored,
             }
         exporters = [n.exporter for n in self.nodes if n.exporter is not None]
         delays = sorted(self.replacement_delays)
@@ -678,16 +773,17 @@ class FleetRun:
                 else 0.0
             ),
             "other_admission_errors": counters.other_admission_errors,
-            "pending_p50_s": _percentile(waits, 50),
-            "pending_p99_s": _percentile(waits, 99),
-            "pending_max_s": round(waits[-1], 6) if waits else 0.0,
-            "time_to_running_p50_s": _percentile(running_times, 50),
-            "time_to_running_p99_s": _percentile(running_times, 99),
-            "time_to_running_max_s": round(running_times[-1], 6) if running_times else 0.0,
+            "pending_p50_s": censored_percentile(waits, len(unbound), 50),
+            "pending_p99_s": censored_percentile(waits, len(unbound), 99),
+            "pending_max_s": censored_max(waits, len(unbound)),
+            "pending_censored": len(unbound),
+            "time_to_running_p50_s": censored_percentile(running_times, never_running, 50),
+            "time_to_running_p99_s": censored_percentile(running_times, never_running, 99),
+            "time_to_running_max_s": censored_max(running_times, never_running),
             "scheduling_attempts": counters.scheduling_attempts,
             "running_at_end": phases.count(RUNNING),
             "never_scheduled": self.pending,
-            "never_running": self.waiting,
+            "never_running": never_running,
             "resyncs": {
                 "fingerprint_match": counters.fingerprint_match,
                 "fingerprint_mismatch": counters.fingerprint_mismatch,
@@ -707,6 +803,7 @@ class FleetRun:
             "garbage_collected": self.gc.deleted,
             "plugin_crashes": counters.plugin_crashes,
             "reserve_failures": counters.reserve_failures,
+            "bind_failures": counters.bind_failures,
             "resync_skipped_other": counters.resync_skipped_other,
             "fingerprint_mismatch_at_end": self._mismatched_nodes(),
             "replacement_delay_s": {

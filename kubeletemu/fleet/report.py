@@ -17,8 +17,9 @@ from typing import Any
 
 import yaml
 
+from kubeletemu.fleet.paired import comparisons, paired_ranking, per_seed
 from kubeletemu.fleet.setups import runs_text, short_names
-from kubeletemu.fleet.stats import base_name, ranking, summaries
+from kubeletemu.fleet.stats import base_name, summaries
 
 CSV_FIELDS = (
     "name", "scheduler", "scheduler_version", "cache", "resync_period_s", "exporter", "exporter_period_s",
@@ -26,6 +27,7 @@ CSV_FIELDS = (
     "topology_affinity_errors", "topology_affinity_error_rate", "other_admission_errors", "pending_p50_s",
     "pending_p99_s", "pending_max_s", "time_to_running_p50_s", "time_to_running_p99_s",
     "time_to_running_max_s", "scheduling_attempts", "running_at_end", "never_scheduled", "never_running",
+    "pending_censored",
     "resyncs.fingerprint_match", "resyncs.fingerprint_mismatch", "stale_flushes",
     "largest_single_numa_free.cpu", "largest_single_numa_free.memory", "plugin_crashes", "simulated_s",
 )  # fmt: skip
@@ -72,8 +74,10 @@ def duration_text(seconds: float) -> str:
 
 
 def document(results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """``{configurations: [per run...], summaries: [per setup...]}``."""
-    return {"configurations": [dict(r) for r in results], "summaries": summaries([dict(r) for r in results])}
+    """``{configurations: [per run...], summaries: [per setup...], comparisons: [per pair of setups and
+    figure...]}`` (:func:`kubeletemu.fleet.paired.comparisons`)."""
+    runs = [dict(r) for r in results]
+    return {"configurations": runs, "summaries": summaries(runs), "comparisons": comparisons(runs)}
 
 
 def render_json(results: Sequence[Mapping[str, Any]]) -> str:
@@ -119,7 +123,7 @@ def render_table(results: Sequence[Mapping[str, Any]], *, per_seed: bool = False
         lines.append(short.note())
     lines.extend(["", *_summary_table(summary, short.names)])
     if any(len(s["seeds"]) > 1 for s in summary):
-        lines.extend(["", *_rankings(summary, short.names)])
+        lines.extend(["", *_rankings(summary, short.names, results)])
     if per_seed:
         lines.extend(["", *_per_seed_table(results, short.names)])
     return "\n".join(lines)
@@ -148,10 +152,10 @@ def _per_seed_table(results: Sequence[Mapping[str, Any]], names: Mapping[str, st
                 str(r.get("seed", "-")),
                 f"{r['topology_affinity_errors']} ({rate:.1f}%)",
                 str(r["other_admission_errors"]),
-                duration_text(r["pending_p50_s"]),
-                duration_text(r["pending_p99_s"]),
-                duration_text(r["pending_max_s"]),
-                duration_text(r["time_to_running_p99_s"]),
+                wait_text(r["pending_p50_s"]),
+                wait_text(r["pending_p99_s"]),
+                wait_text(r["pending_max_s"]),
+                wait_text(r["time_to_running_p99_s"]),
                 str(r["scheduling_attempts"]),
                 str(r["running_at_end"]),
                 str(r["never_running"]),
@@ -184,9 +188,23 @@ def _seconds(value: float | None) -> str:
     return "-" if value is None else duration_text(max(0.0, value))
 
 
+CENSORED_TEXT = "> run length"
+
+
+def wait_text(seconds: float | None) -> str:
+    """A run's wait percentile: a duration, or :data:`CENSORED_TEXT` where a wait that never ended
+    decides it (None, :mod:`kubeletemu.fleet.censored`)."""
+    return CENSORED_TEXT if seconds is None else duration_text(seconds)
+
+
 def interval_text(summary: Mapping[str, Any], key: str) -> str:
     """``mean [low, high]`` in the figure's unit (a count, or a duration for ``*_s``); the interval is
-    shown from 0, as neither can be negative."""
+    shown from 0, as neither can be negative. A wait censored in some seeds has no mean: ``> run length``
+    (in every seed) or ``> run length in k of n seeds``."""
+    censored = summary[key].get("censored_seeds")
+    if censored:
+        seeds = len(summary["seeds"])
+        return CENSORED_TEXT if censored == seeds else f"{CENSORED_TEXT} in {censored} of {seeds} seeds"
     return figure_text(summary[key], seconds=key.endswith("_s"))
 
 
@@ -223,12 +241,38 @@ def _summary_table(summary: Sequence[Mapping[str, Any]], names: Mapping[str, str
     return ["summary over seeds: mean [95 % interval, Student's t]", *_aligned(rows)]
 
 
-def _rankings(summary: Sequence[Mapping[str, Any]], names: Mapping[str, str]) -> list[str]:
+def _rankings(
+    summary: Sequence[Mapping[str, Any]], names: Mapping[str, str], results: Sequence[Mapping[str, Any]]
+) -> list[str]:
+    """Per figure: the ranking from paired differences (:mod:`kubeletemu.fleet.paired`), then each
+    neighbouring pair's difference over their common seeds and in how many seeds each was lower."""
     named = [{**s, "name": names.get(s["name"], s["name"])} for s in summary]
-    lines = ["ranking ('<' only where the 95 % intervals separate, '≈' where they overlap):"]
+    lines = [
+        "ranking ('<' only where the paired 95 % interval of the difference over common seeds is below 0,",
+        "'≈' otherwise); each neighbouring pair: A − B mean [paired t interval], A lower in k of n seeds",
+    ]
     for key, label in RANKED:
-        lines.extend(_wrapped(f"  {label}: ", ranking(named, key)))
+        values = {names.get(name, name): seeds for name, seeds in per_seed(results, key).items()}
+        text, pairs = paired_ranking(named, key, values)
+        lines.extend(_wrapped(f"  {label}: ", text))
+        seconds = key.endswith("_s")
+        for a, b, difference in pairs:
+            if difference["seeds"] < 2:
+                continue
+            span = f"[{_signed(difference['low'], seconds)}, {_signed(difference['high'], seconds)}]"
+            lines.append(
+                f"    {a} − {b}: {_signed(difference['mean_difference'], seconds)} {span}, lower in "
+                f"{difference['a_better']} of {difference['seeds']}"
+            )
     return lines
+
+
+def _signed(value: float | None, seconds: bool) -> str:
+    """A difference: a count or a duration, with its sign."""
+    if value is None:
+        return "-"
+    sign = "−" if value < 0 else ""
+    return sign + (duration_text(abs(value)) if seconds else f"{abs(value):.1f}".removesuffix(".0"))
 
 
 def _wrapped(first: str, text: str) -> list[str]:
@@ -247,6 +291,5 @@ def _wrapped(first: str, text: str) -> list[str]:
 
 __all__ = [
     "CSV_FIELDS", "base_name", "bytes_text", "cpu_text", "document", "duration_text", "figure_text",
-    "interval_text",
-    "render_csv", "render_json", "render_table", "render_wide", "render_yaml",
+    "interval_text", "render_csv", "render_json", "render_table", "render_wide", "render_yaml", "wait_text",
 ]  # fmt: skip

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable
 
 from kubeletemu.fleet.clock import Clock
 from kubeletemu.fleet.queue import (
+    EVENT_ASSIGNED_POD_DELETE,
     UNSCHEDULABLE_FLUSH_PERIOD_S,
     PriorityQueue,
     QueuedPodInfo,
@@ -107,6 +108,12 @@ class SchedulerQueue:
     def failed(self, record: PodRecord, unschedulable: Iterable[str], pending: Iterable[str] = ()) -> None:
         info = self.infos.pop(record.pod.uid)
         self.queue.handle_scheduling_failure(info, unschedulable, pending)
+
+    def bind_failed(self, record: PodRecord, assumed: Pod) -> None:
+        """``handleBindingCycleError`` (kube-scheduler v1.36.3): the forgotten pod is an AssignedPodDelete
+        for every pod (the bind's error is not a rejection), then the pod fails its attempt."""
+        self.queue.move_all_to_active_or_backoff_queue(EVENT_ASSIGNED_POD_DELETE, assumed, None)
+        self.failed(record, ())
 
     def binding(self, record: PodRecord) -> None:
         """The pod passed Permit: ``Done`` before its bind."""

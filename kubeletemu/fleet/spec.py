@@ -5,6 +5,8 @@ apiVersion: kubeletemu.io/v1alpha1
 kind: Fleet
 seed: 1                          # the default of matrix.seeds
 schedulerVersion: "1.36"         # kube-scheduler's queue (1.32 ... 1.36; default the newest)
+parallelism: 1                   # kube-scheduler's: above 1, the filter's goroutines find feasible nodes in
+                                 #   an order drawn from the seed (ties with it); 1, the default: node order
 nodeGroups:                      # every node is a real NodeEmulator
 - name: worker                   # nodes are worker-000, worker-001, ...
   count: 50
@@ -21,8 +23,13 @@ exporter:                        # one per node, publishing the node's NRT (kube
   maxEventsPerSecond: 1          # RTE's rate limiter (--max-events-per-second; 0: none)
   kubeletStateDir: true          # nfd-topology-updater --kubelet-state-dir watched (its default)
   fingerprintMethod: with-exclusive-resources   # RTE's default; nfd-topology-updater signs every listed pod
+binding:                         # the binding cycle and the kubelet's watch (defaults: none, as before)
+  latency: {fixed: 0s}           # assume (Reserve) to the Binding stored: kube-scheduler's bindingCycle
+  failureRate: 0                 # a bind that fails (seeded per pod): ForgetPod, Unreserve, back to the queue
+  kubeletWatchLatency: {fixed: 0s}   # the Binding stored to the kubelet's watch delivering it (admission)
 controllers:                     # kube-controller-manager's, as far as the fleet needs them
   replicaSet: {informerDelay: 100ms, syncDelay: 100ms}
+  job: {informerDelay: 100ms, syncDelay: 100ms}   # the Job controller's (its backoff is upstream's)
   podGC: {terminatedPodThreshold: 12500}   # --terminated-pod-gc-threshold, checked every 20 s
 schedulers:                      # the setups to compare, by name
 - name: default                  # the NUMA-blind default scheduler
@@ -36,12 +43,20 @@ schedulers:                      # the setups to compare, by name
   schedulerVersion: "1.33"       # optional: this scheduler's queue version
 - name: exact                    # each node's WouldAdmit as Filter, the default scores
   model: exact
+  args: {countAssumedPods: true} # WouldAdmit counts assumed pods (bound, not yet admitted); the default
 - name: exact-numa               # the same Filter, scored fewest NUMA nodes then tightest fit (exact state)
   model: exact-numa
 workload:
   templates:                     # or trace: FILE (Pod manifests annotated with arrival times)
   - weight: 3                    # one-shot pods of the arrival process, each a slot of its template's
+    controller: ReplicaSet       # who replaces a rejected pod (default ReplicaSet: at once, as before);
+                                 #   Job: after its pod-failure backoff (10 s doubling, capped at 10 min),
+                                 #   the Job failing past backoffLimit; Pod: a bare pod, never replaced
     pod: {metadata: {name: web}, spec: {containers: [{name: c, resources: {limits: {cpu: "4"}}}]}}
+  - weight: 1
+    controller: Job
+    backoffLimit: 6              # Job only (the Job's spec.backoffLimit; default 6)
+    pod: {metadata: {name: batch}, spec: {containers: [{name: c, resources: {limits: {cpu: "2"}}}]}}
   - replicas: 10                 # or a ReplicaSet of this many pods, created at the start
     pod: {metadata: {name: db}, spec: {containers: [{name: c, resources: {limits: {cpu: "8"}}}]}}
   rate: 2                        # Poisson arrivals per second (with weighted templates)
@@ -135,7 +150,7 @@ LIFETIME_ANNOTATION = "fleet.kubeletemu.io/lifetime"
 
 _TOP_KEYS = (
     "apiVersion", "kind", "seed", "schedulerVersion", "nodeGroups", "exporter", "controllers", "schedulers",
-    "workload", "matrix",
+    "workload", "matrix", "binding", "parallelism",
 )  # fmt: skip
 _GROUP_KEYS = ("name", "count", "topology", "config", "labels", "kubeletVersion")
 _EXPORTER_KEYS = (
@@ -146,7 +161,11 @@ _EXPORTER_KEYS = (
     "kubeletStateDir",
     "fingerprintMethod",
 )
-_CONTROLLERS_KEYS = ("replicaSet", "podGC")
+_CONTROLLERS_KEYS = ("replicaSet", "job", "podGC")
+# Who owns a template's pods (``workload.templates[].controller``); the default is today's (ReplicaSet).
+REPLICA_SET, JOB, BARE_POD = "ReplicaSet", "Job", "Pod"
+CONTROLLER_KINDS = (REPLICA_SET, JOB, BARE_POD)
+DEFAULT_BACKOFF_LIMIT = 6  # batch/v1 Job's spec.backoffLimit default
 _SCHEDULER_KEYS = ("name", "model", "args", "config", "profile", "schedulerVersion")
 _WORKLOAD_KEYS = ("templates", "trace", "rate", "total", "lifetime", "startupLatency", "drain")
 # Fields of older files, refused with what replaced them.
@@ -160,6 +179,8 @@ _REMOVED = {
 }
 # A realistic start-up (image present, containers starting): bind to Running.
 DEFAULT_STARTUP_LATENCY = Distribution(UNIFORM, 1.0, 3.0)
+# The binding cycle's and the kubelet's watch's default: none (the fleet before they were separate events).
+NO_LATENCY = Distribution(FIXED, 0.0)
 # kube-controller-manager's --terminated-pod-gc-threshold default.
 DEFAULT_TERMINATED_POD_GC_THRESHOLD = 12500
 _MATRIX_KEYS = ("schedulers", "caches", "resyncPeriods", "exporterPeriods", "seeds")
@@ -220,9 +241,22 @@ class ReplicaSetSpec:
 
 
 @dataclass(frozen=True)
+class BindingSpec:
+    """kube-scheduler's binding cycle and the kubelet's watch (:mod:`kubeletemu.fleet.engine`): the time
+    from a pod's assume to its Binding stored (``latency``), the chance the bind fails (``failure_rate``:
+    ``ForgetPod`` and requeue), and the time from the Binding stored to the kubelet's admission
+    (``watch_latency``). Zero (the default) is the fleet as before: one instant."""
+
+    latency: Distribution = NO_LATENCY
+    failure_rate: float = 0.0
+    watch_latency: Distribution = NO_LATENCY
+
+
+@dataclass(frozen=True)
 class ControllersSpec:
     replica_set: ReplicaSetSpec = field(default_factory=ReplicaSetSpec)
     terminated_pod_gc_threshold: int = DEFAULT_TERMINATED_POD_GC_THRESHOLD
+    job: ReplicaSetSpec = field(default_factory=ReplicaSetSpec)  # the Job controller's delays
 
 
 @dataclass(frozen=True)
@@ -231,6 +265,8 @@ class Template:
     weight: float  # 0 for a ReplicaSet template (not in the arrival process)
     manifest: str  # the Pod manifest as JSON text
     replicas: int | None = None
+    controller: str = REPLICA_SET
+    backoff_limit: int = DEFAULT_BACKOFF_LIMIT
 
 
 @dataclass(frozen=True)
@@ -278,6 +314,9 @@ class ConfigurationSpec:
     percentage_of_nodes_to_score: int = 0
     scheduler_version: str = scheduler_versions.DEFAULT_VERSION
     controllers: ControllersSpec = field(default_factory=ControllersSpec)
+    binding: BindingSpec = field(default_factory=BindingSpec)
+    count_assumed: bool = True  # an exact setup's WouldAdmit counts assumed pods
+    parallelism: int = 1  # kube-scheduler's parallelism: above 1, feasible nodes in a seeded order
 
     def build_profile(self) -> Profile:
         if self.kind in EXACT_SETUPS or not self.scheduler_config:
@@ -301,6 +340,7 @@ class _Scheduler:
     config: Mapping[str, Any] | None  # the KubeSchedulerConfiguration document; None: default profile
     profile: str | None
     version: str | None = None  # its own schedulerVersion
+    count_assumed: bool = True  # exact setups: args.countAssumedPods
 
 
 @dataclass(frozen=True)
@@ -322,6 +362,8 @@ class FleetSpec:
     matrix: _Matrix
     scheduler_version: str = scheduler_versions.DEFAULT_VERSION
     controllers: ControllersSpec = field(default_factory=ControllersSpec)
+    binding: BindingSpec = field(default_factory=BindingSpec)
+    parallelism: int = 1
 
     def configurations(self) -> list[ConfigurationSpec]:
         """The matrix, expanded in the order of its axes; every configuration validated."""
@@ -351,6 +393,7 @@ class FleetSpec:
                 scheduler_config="", profile=None, flavour=FLAVOUR_RTE, cache=None, resync_period_s=None,
                 exporter=None, node_groups=self.node_groups, workload=self.workload, seed=seed,
                 source=self.source, scheduler_version=version, controllers=self.controllers,
+                binding=self.binding, count_assumed=scheduler.count_assumed, parallelism=self.parallelism,
             )  # fmt: skip
         document = dict(scheduler.config) if scheduler.config is not None else None
         plugins = _profile_plugins(document, scheduler.profile)
@@ -389,7 +432,8 @@ class FleetSpec:
             exporter=exporter, node_groups=self.node_groups, workload=self.workload, seed=seed,
             source=self.source,
             percentage_of_nodes_to_score=_percentage(where, scheduler.name, document),
-            scheduler_version=version, controllers=self.controllers,
+            scheduler_version=version, controllers=self.controllers, binding=self.binding,
+            parallelism=self.parallelism,
         )  # fmt: skip
         try:
             config.build_profile()  # parses every plugin's args, the cache's included
@@ -503,12 +547,14 @@ def parse_fleet(text: str, source: str = "<fleet>", base_dir: str | os.PathLike[
     groups = _node_groups(where, base, doc.get("nodeGroups"))
     exporter = _exporter(where, doc.get("exporter"))
     controllers = _controllers(where, doc.get("controllers"))
+    binding = _binding(where, doc.get("binding"))
+    parallelism = _positive_int(where, "parallelism", doc.get("parallelism", 1))
     schedulers = _schedulers(where, base, doc.get("schedulers"))
     workload = _workload(where, base, doc.get("workload"))
     matrix = _matrix(where, doc.get("matrix"), schedulers, exporter, seed)
     spec = FleetSpec(
         source, groups, exporter, schedulers, workload, matrix, version or scheduler_versions.DEFAULT_VERSION,
-        controllers,
+        controllers, binding, parallelism,
     )  # fmt: skip
     spec.configurations()  # every configuration's scheduler is built once here: bad input fails now
     return spec
@@ -692,15 +738,7 @@ def _exporter(where: _Where, raw: Any) -> ExporterSpec:
 def _controllers(where: _Where, raw: Any) -> ControllersSpec:
     controllers = read.mapping(where, "controllers", raw)
     _known(where, "controllers", controllers, _CONTROLLERS_KEYS)
-    rs = read.mapping(where, "controllers.replicaSet", controllers.get("replicaSet"))
-    _known(where, "controllers.replicaSet", rs, ("informerDelay", "syncDelay"))
-    defaults = ReplicaSetSpec()
-    replica_set = ReplicaSetSpec(
-        duration(
-            where, "controllers.replicaSet.informerDelay", rs.get("informerDelay", defaults.informer_delay_s)
-        ),
-        duration(where, "controllers.replicaSet.syncDelay", rs.get("syncDelay", defaults.sync_delay_s)),
-    )
+    replica_set, job = (_delays(where, controllers, key) for key in ("replicaSet", "job"))
     gc = read.mapping(where, "controllers.podGC", controllers.get("podGC"))
     _known(where, "controllers.podGC", gc, ("terminatedPodThreshold",))
     threshold = read.integer(
@@ -709,7 +747,38 @@ def _controllers(where: _Where, raw: Any) -> ControllersSpec:
     )  # fmt: skip
     if threshold < 0:
         raise where.error("controllers.podGC.terminatedPodThreshold", f"must be at least 0, got {threshold}")
-    return ControllersSpec(replica_set, threshold)
+    return ControllersSpec(replica_set, threshold, job)
+
+
+def _delays(where: _Where, controllers: Mapping[str, Any], key: str) -> ReplicaSetSpec:
+    """A controller's ``{informerDelay, syncDelay}``."""
+    path = f"controllers.{key}"
+    raw = read.mapping(where, path, controllers.get(key))
+    _known(where, path, raw, ("informerDelay", "syncDelay"))
+    defaults = ReplicaSetSpec()
+    return ReplicaSetSpec(
+        duration(where, f"{path}.informerDelay", raw.get("informerDelay", defaults.informer_delay_s)),
+        duration(where, f"{path}.syncDelay", raw.get("syncDelay", defaults.sync_delay_s)),
+    )
+
+
+def _binding(where: _Where, raw: Any) -> BindingSpec:
+    binding = read.mapping(where, "binding", raw)
+    _known(where, "binding", binding, ("latency", "failureRate", "kubeletWatchLatency"))
+    defaults = BindingSpec()
+    latency, watch = (
+        defaults_value
+        if binding.get(key) is None
+        else _distribution(where, f"binding.{key}", binding[key], allow_zero=True)
+        for key, defaults_value in (
+            ("latency", defaults.latency),
+            ("kubeletWatchLatency", defaults.watch_latency),
+        )
+    )
+    rate = binding.get("failureRate", 0)
+    if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 <= rate < 1:
+        raise where.error("binding.failureRate", f"expected a fraction in [0, 1), got {rate!r}")
+    return BindingSpec(latency, float(rate), watch)
 
 
 def _schedulers(where: _Where, base: Path, raw: Any) -> tuple[_Scheduler, ...]:
@@ -732,10 +801,17 @@ def _schedulers(where: _Where, base: Path, raw: Any) -> tuple[_Scheduler, ...]:
             if "profile" in entry:
                 raise where.error(f"{path}.profile", "only with config")
             if model in (*EXACT_SETUPS, DEFAULT):
-                if "args" in entry:
+                count_assumed = True
+                if model in EXACT_SETUPS:
+                    exact_args = read.mapping(where, f"{path}.args", entry.get("args"))
+                    _known(where, f"{path}.args", exact_args, ("countAssumedPods",))
+                    count_assumed = read.boolean(
+                        where, f"{path}.args.countAssumedPods", exact_args.get("countAssumedPods", True)
+                    )
+                elif "args" in entry:
                     raise where.error(f"{path}.args", f"model {model} takes no args")
                 kind = model if model in EXACT_SETUPS else "profile"
-                out.append(_Scheduler(name, kind, None, None, version))
+                out.append(_Scheduler(name, kind, None, None, version, count_assumed))
                 continue
             if model not in MODELS:
                 known = ", ".join([DEFAULT, *EXACT_SETUPS, *MODELS])
@@ -836,9 +912,23 @@ def _workload(where: _Where, base: Path, raw: Any) -> WorkloadSpec:
     for index, item in enumerate(read.sequence(where, "workload.templates", workload["templates"])):
         path = f"workload.templates[{index}]"
         entry = read.mapping(where, path, item)
-        _known(where, path, entry, ("weight", "replicas", "pod"))
+        _known(where, path, entry, ("weight", "replicas", "pod", "controller", "backoffLimit"))
         replicas: int | None = None
         weight: Any = 0.0
+        controller = read.string(where, f"{path}.controller", entry.get("controller", REPLICA_SET))
+        if controller not in CONTROLLER_KINDS:
+            raise where.error(
+                f"{path}.controller", f"{controller!r}: expected one of {', '.join(CONTROLLER_KINDS)}"
+            )
+        backoff_limit = DEFAULT_BACKOFF_LIMIT
+        if "backoffLimit" in entry:
+            if controller != JOB:
+                raise where.error(f"{path}.backoffLimit", "only with controller: Job")
+            backoff_limit = read.integer(where, f"{path}.backoffLimit", entry["backoffLimit"])
+            if backoff_limit < 0:
+                raise where.error(f"{path}.backoffLimit", f"must be at least 0, got {backoff_limit}")
+        if "replicas" in entry and controller != REPLICA_SET:
+            raise where.error(f"{path}.replicas", f"only with controller: {REPLICA_SET}")
         if "replicas" in entry:
             if "weight" in entry:
                 raise where.error(
@@ -856,7 +946,16 @@ def _workload(where: _Where, base: Path, raw: Any) -> WorkloadSpec:
             raise FleetError(str(err)) from None
         if pod.name in {t.name for t in templates}:
             raise where.error(f"{path}.pod.metadata.name", f"duplicate template name {pod.name!r}")
-        templates.append(Template(pod.name, float(weight), json.dumps(manifest, sort_keys=True), replicas))
+        templates.append(
+            Template(
+                pod.name,
+                float(weight),
+                json.dumps(manifest, sort_keys=True),
+                replicas,
+                controller,
+                backoff_limit,
+            )
+        )
     if not templates:
         raise where.error("workload.templates", "expected at least one pod template")
     if not any(t.replicas is None for t in templates):

@@ -90,6 +90,20 @@ SUMMARISED = (
     "never_running",
 )
 TEMPLATE_SUMMARISED = ("topology_affinity_errors", "pending_p99_s", "time_to_running_p99_s")
+# Waits a run may leave censored (None: the percentile fell on a wait that never ended, see
+# kubeletemu.fleet.censored).
+CENSORABLE = frozenset({"pending_p99_s", "time_to_running_p99_s", "pending_p50_s", "time_to_running_p50_s"})
+
+
+def figure(values: Sequence[float | None], key: str) -> dict[str, Any]:
+    """:func:`interval` of a figure over the seeds; a censorable one carries ``censored_seeds``, the seeds
+    whose value is None, and has no mean (nor interval) when there is one."""
+    if key not in CENSORABLE:
+        return interval([float(v) for v in values if v is not None])
+    censored = sum(v is None for v in values)
+    if censored:
+        return {"mean": None, "low": None, "high": None, "censored_seeds": censored}
+    return {**interval([float(v) for v in values if v is not None]), "censored_seeds": 0}
 
 
 def base_name(name: str) -> str:
@@ -112,11 +126,11 @@ def summaries(results: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             "scheduler": members[0].get("scheduler"),
         }
         for key in SUMMARISED:
-            summary[key] = interval([float(m[key]) for m in members])
+            summary[key] = figure([m[key] for m in members], key)
         templates: dict[str, dict[str, Any]] = {}
         for template in members[0].get("templates", {}):
             per = [m["templates"][template] for m in members if template in m.get("templates", {})]
-            templates[template] = {key: interval([float(p[key]) for p in per]) for key in TEMPLATE_SUMMARISED}
+            templates[template] = {key: figure([p[key] for p in per], key) for key in TEMPLATE_SUMMARISED}
         summary["templates"] = templates
         out.append(summary)
     return out

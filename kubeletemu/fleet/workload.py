@@ -68,6 +68,7 @@ class PodRecord:
     node: int | None = None
     admitted: bool = False
     exclusive: bool = False  # the admission wrote a resource manager's state file
+    binds: int = 0  # binding cycles begun for it (each draws its own latency and outcome)
 
     @property
     def key(self) -> str:

@@ -119,11 +119,19 @@ def _parse(entry: Mapping[str, Any], index: int) -> _Config:
         scheduler=str(field(entry, "scheduler", where)),
         seed=entry.get("seed"),
         tae=number(entry, "topology_affinity_errors", where),
-        p99=number(entry, "pending_p99_s", where),
-        to_running=number(entry, "time_to_running_p99_s", where),
+        p99=_wait(entry, "pending_p99_s", where),
+        to_running=_wait(entry, "time_to_running_p99_s", where),
         pending=tuple(pending),
         utilisation=tuple(utilisation),
     )
+
+
+def _wait(entry: Mapping[str, Any], key: str, where: str) -> float:
+    """A wait percentile; a censored one (null: decided by waits that never ended) is drawn at the run's
+    length (``simulated_s``), the least it could be."""
+    if field(entry, key, where) is None:
+        return number(entry, "simulated_s", where)
+    return number(entry, key, where)
 
 
 def _is_number(value: Any) -> bool:

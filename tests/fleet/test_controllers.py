@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kubeletemu.fleet.controllers import PodGC, ReplicaSetController, Slot
+from kubeletemu.fleet.controllers import PodGC, ReplicaSetController, Slot, pod_failure_backoff
 from kubeletemu.fleet.spec import ReplicaSetSpec
 from tests.fleet.conftest import FakeClock
 
@@ -113,3 +113,9 @@ def test_the_garbage_collector_deletes_the_oldest_terminated_pods_over_the_thres
     off.pod_terminated("x", Ended("x", 0))
     clock.run_until(100.0)
     assert "x" not in deleted
+
+
+def test_a_jobs_pod_failure_backoff_doubles_to_its_cap() -> None:
+    """``getRemainingTimeForFailuresCount`` (kubernetes v1.36.3): 10 s, doubled a failure, 10 min at most."""
+    assert [pod_failure_backoff(n) for n in range(8)] == [0, 10, 20, 40, 80, 160, 320, 600]
+    assert pod_failure_backoff(30) == 600

@@ -109,11 +109,11 @@ def test_the_worked_example_on_the_capture_itself(tmp_path: Path) -> None:
 
 # Seed 1 of the worked example, as the README's figures were made (kube-scheduler 1.36/1.35, kubelet 1.36):
 # TopologyAffinityErrors, admissions, attempts, pending p99, time to Running p99, slots never Running,
-# resyncs matching/mismatching, stale flushes.
+# resyncs matching/mismatching, stale flushes (a percentile decided by waits that never ended: None).
 FIGURES: dict[str, tuple[Any, ...]] = {
     "default": (294, 894, 895, 0.0, 8.339572, 0, 0, 0, 0),
     "topology-aware": (26, 626, 861, 3.185849, 5.503673, 0, 0, 0, 0),
-    "reserve": (0, 193, 43750, 321.504468, 321.504468, 407, 24, 1742, 2),
+    "reserve": (0, 193, 43750, None, None, 407, 24, 1742, 2),  # 407 never ran: the p99s are censored
     "reserve-shared": (3, 603, 743, 1.072341, 3.358299, 0, 529, 25, 59),
     "exact": (0, 600, 679, 3.660045, 5.661849, 0, 0, 0, 0),
     "exact-numa": (0, 600, 600, 0.0, 2.989816, 0, 0, 0, 0),

@@ -168,10 +168,31 @@ def test_the_same_file_twice_gives_the_same_json_to_the_byte(tmp_path: Path) -> 
         for key in ("topology_affinity_errors", "pending_p99_s", "time_to_running_p99_s"):
             figure = summary[key]
             values = [r[key] for r in pair]
-            assert set(figure) == {"mean", "low", "high"}
+            assert set(figure) - {"censored_seeds"} == {"mean", "low", "high"}
+            if None in values:  # a wait that never ended decides the percentile in that seed
+                censored = values.count(None)
+                assert figure == {"mean": None, "low": None, "high": None, "censored_seeds": censored}
+                continue
+            assert figure.get("censored_seeds", 0) == 0
             assert figure["mean"] == pytest.approx(sum(values) / 2, abs=1e-6)
             assert figure["low"] <= figure["mean"] <= figure["high"]
         assert set(summary["templates"]) == {"a", "b"}
+    # Paired over the common seeds: A − B per seed, and in how many seeds each was lower.
+    runs = document["configurations"]
+    for comparison in document["comparisons"]:
+        assert (comparison["a"], comparison["b"]) == tuple(s["name"] for s in summaries)
+        pairs = [
+            (a[comparison["figure"]], b[comparison["figure"]])
+            for a, b in zip(runs[:2], runs[2:], strict=True)
+            if a[comparison["figure"]] is not None and b[comparison["figure"]] is not None
+        ]
+        assert comparison["seeds"] == len(pairs)
+        assert comparison["a_better"] == sum(x < y for x, y in pairs)
+        assert comparison["b_better"] == sum(x > y for x, y in pairs)
+        if pairs:
+            mean = sum(x - y for x, y in pairs) / len(pairs)
+            assert comparison["mean_difference"] == pytest.approx(mean, abs=1e-6)
+    assert len(document["comparisons"]) == 3  # one pair of setups, three figures
 
 
 def test_pop_from_backoff_changes_the_attempts_between_scheduler_1_32_and_1_33(tmp_path: Path) -> None:

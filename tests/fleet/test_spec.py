@@ -178,3 +178,42 @@ def test_versions_controllers_and_replicas(fleet_dir: Path) -> None:
     )
     assert latency.workload.startup_latency == Distribution("fixed", 0.0)
     assert parse_fleet(SMALL, "f", fleet_dir).workload.startup_latency == Distribution("uniform", 1.0, 3.0)
+
+
+def test_a_templates_controller_kind(fleet_dir: Path) -> None:
+    """ReplicaSet by default (today's replacement); Job with its backoffLimit; Pod: bare."""
+    job = SMALL.replace("  - weight: 1\n", "  - weight: 1\n    controller: Job\n    backoffLimit: 2\n")
+    templates = parse_fleet(job, "f.yaml", fleet_dir).workload.templates
+    assert [(t.controller, t.backoff_limit) for t in templates] == [("ReplicaSet", 6), ("Job", 2)]
+    for template, message in (
+        (
+            "  - weight: 1\n    controller: CronJob\n",
+            "controller: 'CronJob': expected one of ReplicaSet, Job, Pod",
+        ),
+        ("  - weight: 1\n    backoffLimit: 1\n", "backoffLimit: only with controller: Job"),
+        ("  - replicas: 1\n    controller: Pod\n", "replicas: only with controller: ReplicaSet"),
+    ):
+        assert message in _broken(fleet_dir, "  - weight: 1\n", template)
+
+
+def test_binding_and_the_exact_setups_assumed_pods(fleet_dir: Path) -> None:
+    text = (
+        SMALL
+        + "binding: {latency: {fixed: 50ms}, failureRate: 0.1, kubeletWatchLatency: {uniform: [0s, 1s]}}\n"
+    )
+    text = text.replace(
+        "- {name: exact, model: exact}", "- {name: exact, model: exact, args: {countAssumedPods: false}}"
+    )
+    configs = {c.scheduler: c for c in parse_fleet(text, "f.yaml", fleet_dir).configurations()}
+    binding = configs["default"].binding
+    assert (binding.latency, binding.failure_rate) == (Distribution("fixed", 0.05), 0.1)
+    assert binding.watch_latency == Distribution("uniform", 0.0, 1.0)
+    assert not configs["exact"].count_assumed and configs["default"].count_assumed
+    default = parse_fleet(SMALL, "f.yaml", fleet_dir).configurations()[0]
+    assert default.binding.latency == default.binding.watch_latency == Distribution("fixed", 0.0)
+    assert "binding.failureRate: expected a fraction in [0, 1), got 1" in _broken(
+        fleet_dir, "exporter:", "binding: {failureRate: 1}\nexporter:"
+    )
+    assert "model default takes no args" in _broken(
+        fleet_dir, "- {name: default, model: default}", "- {name: default, model: default, args: {a: 1}}"
+    )

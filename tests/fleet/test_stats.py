@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from kubeletemu.fleet.paired import comparisons, paired_difference, paired_ranking, per_seed
 from kubeletemu.fleet.report import render_table
 from kubeletemu.fleet.stats import (
     base_name,
@@ -87,3 +88,27 @@ def test_summaries_group_seeds_and_rank_only_separated_intervals() -> None:
 def test_one_seed_each_has_no_summary_table() -> None:
     table = render_table([_result("a", 1, 3, 1.0), _result("b", 1, 4, 2.0)])  # type: ignore[list-item]
     assert "summary over seeds" not in table and "ranking" not in table
+
+
+def test_paired_differences_rank_what_unpaired_intervals_cannot() -> None:
+    """The seeds' workloads make most of the spread: ``a`` is 1 below ``b`` in every seed, their unpaired
+    intervals overlap widely, the paired interval of ``a − b`` is [−1, −1] and ranks them."""
+    results = [_result(name, seed, tae + base, 1.0) for seed, base in ((1, 0), (2, 40), (3, 90))
+               for name, tae in (("a", 10), ("b", 11))]  # fmt: skip
+    summary = summaries(results)
+    assert ranking(summary, "topology_affinity_errors") == "a ≈ b"
+    values = per_seed(results, "topology_affinity_errors")
+    difference = paired_difference(values["a"], values["b"])
+    assert difference == {"seeds": 3, "mean_difference": -1.0, "low": -1.0, "high": -1.0, "a_better": 3,
+                          "b_better": 0}  # fmt: skip
+    text, pairs = paired_ranking(summary, "topology_affinity_errors", values)
+    assert text == "a < b" and pairs == [("a", "b", difference)]
+    # Censored seeds are left out of the pair; equal figures rank nothing.
+    assert paired_difference({1: None, 2: 3.0, 3: 4.0}, {1: 5.0, 2: 3.0, 3: 4.0})["seeds"] == 2
+    assert paired_ranking(summary, "pending_p99_s", per_seed(results, "pending_p99_s"))[0] == "a ≈ b"
+    table = render_table(results)
+    assert "  TopologyAffinityError: a < b" in table
+    assert "    a − b: −1 [−1, −1], lower in 3 of 3" in table
+    assert [c for c in comparisons(results) if c["figure"] == "topology_affinity_errors"] == [
+        {"figure": "topology_affinity_errors", "a": "a", "b": "b", **difference}
+    ]

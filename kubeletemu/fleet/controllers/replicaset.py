@@ -48,6 +48,7 @@ class Slot:
     done: bool = False
     pods: int = 0  # pod objects created for it
     failed_at: float | None = None  # when its last pod was rejected
+    failed_created: int | None = None  # that pod's creation timestamp (the API's, to the second)
 
 
 @dataclass

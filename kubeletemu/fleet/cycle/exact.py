@@ -14,6 +14,14 @@ Both run the real cycle (:class:`.schedule_one.Scheduler`): nodes from the rotat
 (``NodeEmulator.state_version``), so a cycle asks the kubelet only of nodes changed since the last pod of
 the same shape; the kept answer is the one the node gives (``tests/fleet/test_cycle_exact.py`` proves
 runs with and without it identical).
+
+**Assumed pods.** kube-scheduler's cache counts a pod from its assume on (``AssumePod`` in
+``pkg/scheduler/backend/cache/cache.go``, kubernetes v1.36.3) until the informer confirms it, or
+``ForgetPod`` drops it when its binding cycle fails; the kubelet admits it only when its watch delivers
+the Binding. With ``count_assumed`` (the default), ``WouldAdmit`` answers on the node as the kubelet will
+hold it: a fork of the node (``NodeEmulator.fork``) that has admitted the assumed, not yet admitted pods
+in assume order. Without it the exact filter forgets in-flight pods, as a predictor reading only what
+nodes report would.
 """
 
 from __future__ import annotations
@@ -75,14 +83,48 @@ class WouldAdmit:
 
     name = "WouldAdmit"
 
-    def __init__(self, emulators: Mapping[str, NodeEmulator], *, memo: bool = True) -> None:
+    def __init__(
+        self, emulators: Mapping[str, NodeEmulator], *, memo: bool = True, count_assumed: bool = True
+    ) -> None:
         self.emulators = emulators
         self.memo = memo
+        self.count_assumed = count_assumed
         self._kept: dict[str, _Kept] = {}
         self.asked = 0  # WouldAdmit calls made (the kept answers saved the rest)
+        self.assumed: dict[str, dict[str, Pod]] = {}  # node -> uid -> assumed pod, not yet admitted
+        self._views: dict[str, tuple[tuple[int, tuple[str, ...]], NodeEmulator]] = {}
+
+    def assume(self, node_name: str, pod: Pod) -> None:
+        """``AssumePod``: the pod counts on the node until the kubelet admits it or it is forgotten."""
+        if self.count_assumed:
+            self.assumed.setdefault(node_name, {})[pod.uid] = pod
+
+    def settled(self, node_name: str, uid: str) -> None:
+        """The kubelet admitted (or rejected) the pod, or ``ForgetPod`` dropped it: no longer assumed."""
+        pods = self.assumed.get(node_name)
+        if pods is not None:
+            pods.pop(uid, None)
+            if not pods:
+                del self.assumed[node_name]
+                self._views.pop(node_name, None)
+
+    def emulator(self, node_name: str) -> NodeEmulator:
+        """The node as the scheduler counts it: the kubelet's, with the assumed pods admitted on a fork."""
+        real = self.emulators[node_name]
+        pods = self.assumed.get(node_name)
+        if not pods:
+            return real
+        key = (real.state_version, tuple(pods))
+        view = self._views.get(node_name)
+        if view is None or view[0] != key:
+            fork = real.fork()
+            for pod in pods.values():
+                fork.admit(pod)  # one the node will reject holds nothing, as there
+            view = self._views[node_name] = (key, fork)
+        return view[1]
 
     def verdict(self, pod: Pod, node_name: str) -> Verdict:
-        emulator = self.emulators[node_name]
+        emulator = self.emulator(node_name)
         if not self.memo:
             return self._ask(emulator, pod)
         kept = self._kept.get(node_name)
@@ -150,7 +192,7 @@ class ExactNUMAFit:
     def key(self, pod: Pod, node: NodeInfo) -> tuple[int, int, int]:
         """(NUMA nodes, milli-CPUs left, memory bytes left): smaller is better."""
         verdict = self.would_admit.verdict(pod, node.name)
-        emulator = self.would_admit.emulators[node.name]
+        emulator = self.would_admit.emulator(node.name)
         usage = self._numa_usage(node.name, emulator)
         scope = verdict.numa_nodes or frozenset(u.node for u in usage)
         chosen = [u for u in usage if u.node in scope]
@@ -214,12 +256,15 @@ class ExactScheduler(Scheduler):
         version: str = versions.DEFAULT_VERSION,
         rng: random.Random | None = None,
         memo: bool = True,
+        count_assumed: bool = True,
+        order_rng: random.Random | None = None,
     ) -> None:
-        self.would_admit = WouldAdmit(emulators, memo=memo)
+        self.would_admit = WouldAdmit(emulators, memo=memo, count_assumed=count_assumed)
         super().__init__(
             exact_profile(self.would_admit, numa=numa),
             percentage_of_nodes_to_score,
             version=version,
             rng=rng,
             memo=memo,
+            order_rng=order_rng,
         )

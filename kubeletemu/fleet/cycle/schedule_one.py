@@ -199,6 +199,8 @@ class Scheduler:
     rng: random.Random | None = None
     memo: bool = True
     profile_percentage: int | None = None
+    # parallelism > 1: the order the goroutines found the feasible nodes in (see _parallel_order).
+    order_rng: random.Random | None = None
 
     def __post_init__(self) -> None:
         versions.check_version(self.version)
@@ -407,6 +409,8 @@ class Scheduler:
         if not feasible:
             return CycleOutcome(None, reason=fit_error_message(count, statuses), **common)
         hinted = hint.name if hint is not None else ""
+        if self.order_rng is not None:
+            feasible = self._parallel_order(feasible)
         if len(feasible) == 1:
             if batch is not None and now is not None:
                 batch.store(shape, hinted, feasible[0].name, None, self._cycle, now)
@@ -424,6 +428,20 @@ class Scheduler:
         if batch is not None and now is not None:
             batch.store(shape, hinted, host, rest, self._cycle, now)
         return CycleOutcome(by_name[host], feasible_nodes=len(feasible), scores=tuple(scores), **common)
+
+    def _parallel_order(self, feasible: list[NodeInfo]) -> list[NodeInfo]:
+        """``findNodesThatPassFilters`` with ``parallelism`` > 1 (kube-scheduler v1.36.3 ``schedule_one.go``):
+        each goroutine that finds a node feasible takes the next slot (``atomic.AddInt32
+        (&feasibleNodesLen, 1)``), so the feasible list is in the order the checks finished, not the node
+        list's; scores keep that order, and so do ties (``selectHost``'s reservoir, the 1.35+ heap). Which
+        nodes are checked stays upstream's: from ``nextStartNodeIndex`` until ``numFeasibleNodesToFind``
+        pass. The finishing order is drawn from the run's seeded stream over the nodes in name order, so
+        it changes with the seed and not with the node list's order."""
+        rng = self.order_rng
+        assert rng is not None
+        ordered = sorted(feasible, key=lambda node: node.name)
+        rng.shuffle(ordered)
+        return ordered
 
     def _select(self, scores: list[NodeScore]) -> tuple[str, list[NodeScore] | None]:
         """The host, and from 1.35 the ``sortedNodeScores`` heap left after popping it."""
