@@ -7,10 +7,11 @@ same pods in the same order, on a daemon given the kubelet's own configuration f
 --shadow`` mirrors the kubelet from its root directory and podresources socket, and its self-check must
 agree with every assignment.
 
-Static pods are critical pods to the kubelet (``IsCriticalPod``: a static pod is critical): one that fails
-the node's resource fit makes the kubelet try to preempt (pkg/kubelet/preemption/preemption.go), and the
-answer is ``UnexpectedAdmissionError`` about preemption where kubeletemu, which does not emulate critical
-pods, says ``OutOfcpu``. That one known difference is asserted as such; API pods agree at every step.
+Static pods are critical pods to the kubelet (``IsCriticalPod``: a ``kubernetes.io/config.source``
+annotation other than ``api``): one that fails the node's resource fit makes the kubelet try to preempt
+(pkg/kubelet/preemption/preemption.go); with only critical pods running nothing is preemptable, and the
+answer is ``UnexpectedAdmissionError`` about preemption. kubeletemu, given the annotation the kubelet gives
+its static pods, answers the same; API pods get ``OutOfcpu`` from both.
 """
 
 from __future__ import annotations
@@ -80,16 +81,14 @@ STEPS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("add", _pod("burstable", "", "64Mi", guaranteed=False)),
     ("add", _pod("exclusive-again", "1", "256Mi")),  # CPU 1 again, freed by the removal
 )
-# kubeletemu's answer where the kubelet's differs by design (see the module docstring).
-KNOWN_DIFFERENCES = {
-    "fractional": (
-        Answer(False, "UnexpectedAdmissionError", PREEMPTION_FAILED, ()),
-        Answer(
-            False,
-            "OutOfcpu",
-            "Node didn't have enough resource: cpu, requested: 500, used: 1000, capacity: 1000",
-            (),
-        ),
+# What both must answer for ``fractional``: a static pod is critical (see the module docstring).
+STATIC_FRACTIONAL = {"fractional": Answer(False, "UnexpectedAdmissionError", PREEMPTION_FAILED, ())}
+API_FRACTIONAL = {
+    "fractional": Answer(
+        False,
+        "OutOfcpu",
+        "Node didn't have enough resource: cpu, requested: 500, used: 1000, capacity: 1000",
+        (),
     )
 }
 
@@ -136,10 +135,13 @@ class StaticPods:
         self.kubelet = kubelet
 
     def as_kubelet_has_it(self, manifest: dict[str, Any]) -> dict[str, Any]:
-        return {
-            **manifest,
-            "metadata": {**manifest["metadata"], "name": f"{manifest['metadata']['name']}-{NODE_NAME}"},
+        """Named as the kubelet names it, with the source annotation it gives a file's pods."""
+        metadata = {
+            **manifest["metadata"],
+            "name": f"{manifest['metadata']['name']}-{NODE_NAME}",
+            "annotations": {"kubernetes.io/config.source": "file"},
         }
+        return {**manifest, "metadata": metadata}
 
     def add(self, manifest: dict[str, Any]) -> KubeletPod:
         return self.kubelet.add_static_pod(manifest)
@@ -204,10 +206,10 @@ def _compare(
     kubelet: StandaloneKubelet,
     pods: StaticPods | ApiPods,
     emu_dir: Path,
-    known: dict[str, tuple[Answer, Answer]],
+    expected: dict[str, Answer],
 ) -> None:
     """Each step on the kubelet and on a kubeletemu daemon given its configuration file; the answers must
-    be equal, or the known difference."""
+    be equal, and be ``expected``'s where it names the step."""
     daemon = _daemon(emu_dir, kubelet.config_file, "--kubelet-version", _kubeletemu_version())
     try:
         differences = []
@@ -221,9 +223,9 @@ def _compare(
                 continue
             theirs = _kubelet_answer(kubelet, pods.add(manifest))
             ours = _kubeletemu_answer(daemon, emu_manifest)
-            if name in known:
-                assert (theirs, ours) == known[name], name
-            elif theirs != ours:
+            if name in expected:
+                assert theirs == expected[name], name
+            if theirs != ours:
                 differences.append(f"{name}: kubelet {theirs}, kubeletemu {ours}")
         assert not differences, "\n".join(differences)
     finally:
@@ -233,7 +235,7 @@ def _compare(
 def test_real_kubelet_answers_as_kubeletemu_and_shadow_mode_agrees(
     real_kubelet: StandaloneKubelet, kubelet_binary: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    _compare(real_kubelet, StaticPods(real_kubelet), tmp_path_factory.mktemp("emu"), KNOWN_DIFFERENCES)
+    _compare(real_kubelet, StaticPods(real_kubelet), tmp_path_factory.mktemp("emu"), STATIC_FRACTIONAL)
     _check_shadow(real_kubelet, kubelet_binary, tmp_path_factory.mktemp("sh"))
 
 
@@ -246,7 +248,7 @@ def test_registered_kubelet_admits_api_pods_exactly_as_kubeletemu(
         kubelet_binary, tmp_path_factory.mktemp("kl"), "single-numa-node", kubeconfig=control_plane.kubeconfig
     )
     try:
-        _compare(kubelet, ApiPods(kubelet, control_plane), tmp_path_factory.mktemp("emu"), {})
+        _compare(kubelet, ApiPods(kubelet, control_plane), tmp_path_factory.mktemp("emu"), API_FRACTIONAL)
         _check_shadow(kubelet, kubelet_binary, tmp_path_factory.mktemp("sh"))
     finally:
         kubelet.stop()
