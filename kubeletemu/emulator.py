@@ -80,6 +80,9 @@ class AdmissionReport:
     released: tuple[str, ...] = ()
     # Ties broken by a NUMA allocation strategy score (KEP-6007): which signal decided.
     numa_decisions: tuple[tuple[str, TieBreakDecision], ...] = field(default=())
+    # Pods the kubelet evicted to admit this critical pod (``CriticalPodAdmissionHandler``); they end
+    # Failed/Preempting and hold nothing afterwards.
+    preempted: tuple[Pod, ...] = ()
 
 
 class NodeEmulator:
@@ -174,6 +177,8 @@ class NodeEmulator:
         with batched_writes():
             try:
                 report = self._run_chain(self.cm, pod)
+                for victim in report.preempted:
+                    self.registry.remove(victim.uid)
                 if report.admitted:
                     affinity = {c.name: c.affinity for c in report.containers if c.affinity is not None}
                     records = {c.name: allocation_record(c) for c in report.containers}
@@ -302,7 +307,11 @@ class NodeEmulator:
         allocated = (
             {r: len(ids) for r, ids in cm.devices.allocated_devices.items()} if holds_devices else None
         )
-        result = self.predicate.admit(pod, self.registry.pods(), allocated_devices=allocated)
+        decision = self.predicate.decide(pod, self.registry.pods(), allocated_devices=allocated)
+        result, preempted = decision.result, decision.preempted
+        for victim in preempted:
+            # killPodFunc: the victim's containers stop and the managers' stale-state removal frees them.
+            cm.release(victim.uid)
         decided_by = HANDLER_PREDICATE
         if result.admit:
             result, decided_by = self.pod_features.admit(pod), HANDLER_POD_FEATURES
@@ -312,9 +321,16 @@ class NodeEmulator:
             cm.release(pod.uid)
             containers = tuple(without_allocations(c) for c in allocation.containers)
             return AdmissionReport(
-                pod, False, result.reason, result.message, decided_by, containers, released
+                pod,
+                False,
+                result.reason,
+                result.message,
+                decided_by,
+                containers,
+                released,
+                preempted=preempted,
             )
-        return _report(pod, allocation, "")
+        return replace(_report(pod, allocation, ""), preempted=preempted)
 
     # ---- bookkeeping ------------------------------------------------------------------------------
 

@@ -682,5 +682,8 @@ def test_scheduler_metadata_is_read_and_written_back() -> None:
     assert pod_from_manifest(pod_to_manifest(parsed)) == parsed
     with pytest.raises(ManifestError, match=r"spec.priority: expected an integer, got a string"):
         one(text.replace("priority: 9000", "priority: high"))
+    with pytest.raises(ManifestError, match=r"spec.priority: must be a 32-bit integer, got 2147483648"):
+        one(text.replace("priority: 9000", "priority: 2147483648"))
+    assert one(text.replace("priority: 9000", "priority: 2147483647")).priority == 2147483647
     with pytest.raises(ManifestError, match=r"metadata.labels: expected a mapping"):
         one(text.replace("labels: {koordinator.sh/qosClass: LSR}", "labels: [x]"))

@@ -16,6 +16,7 @@ MESSAGES = {
         ('containers', 9, 'message', 'repeated', 'kubeletemu.v1.ContainerResult', None),
         ('score_decisions', 10, 'message', 'repeated', 'kubeletemu.v1.ScoreDecision', None),
         ('cleanup', 11, 'string', 'single', None, None),
+        ('preempted', 12, 'message', 'repeated', 'kubeletemu.v1.PreemptedPod', None),
     ),
     'kubeletemu.v1.AdmittedPod': (
         ('name', 1, 'string', 'single', None, None),
@@ -178,6 +179,12 @@ MESSAGES = {
         ('resources', 6, 'message', 'present', 'kubeletemu.v1.ResourceRequirements', None),
         ('overhead', 7, 'message', 'map', 'kubeletemu.v1.Pod.OverheadEntry', None),
         ('runtime_class_name', 8, 'string', 'single', None, None),
+        ('annotations', 9, 'message', 'map', 'kubeletemu.v1.Pod.AnnotationsEntry', None),
+        ('priority', 10, 'int32', 'present', None, None),
+    ),
+    'kubeletemu.v1.Pod.AnnotationsEntry': (
+        ('key', 1, 'string', 'single', None, None),
+        ('value', 2, 'string', 'single', None, None),
     ),
     'kubeletemu.v1.Pod.OverheadEntry': (
         ('key', 1, 'string', 'single', None, None),
@@ -200,6 +207,14 @@ MESSAGES = {
     'kubeletemu.v1.PolicyOverrides.TopologyManagerPolicyOptionsEntry': (
         ('key', 1, 'string', 'single', None, None),
         ('value', 2, 'string', 'single', None, None),
+    ),
+    'kubeletemu.v1.PreemptedPod': (
+        ('name', 1, 'string', 'single', None, None),
+        ('namespace', 2, 'string', 'single', None, None),
+        ('uid', 3, 'string', 'single', None, None),
+        ('phase', 4, 'string', 'single', None, None),
+        ('reason', 5, 'string', 'single', None, None),
+        ('message', 6, 'string', 'single', None, None),
     ),
     'kubeletemu.v1.ProviderHints': (
         ('provider', 1, 'string', 'single', None, None),

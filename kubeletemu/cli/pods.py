@@ -83,6 +83,11 @@ def _admit_table(doc: dict[str, Any]) -> str:
     text = "\n".join(lines) + "\n" + _containers_table(doc["containers"])
     if doc.get("cleanup"):
         text += f"  released: {doc['cleanup']}\n"
+    for victim in doc.get("preempted") or ():
+        text += (
+            f"  preempted: {victim['namespace']}/{victim['name']} ({victim['uid']}) {victim['phase']} "
+            f"{victim['reason']}: {victim['message']}\n"
+        )
     return text
 
 

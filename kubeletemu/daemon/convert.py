@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping
 from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as pb
 from kubeletemu.containermanager import ContainerAllocation, TopologyOverrides
 from kubeletemu.emulator import AdmissionReport
+from kubeletemu.lifecycle.preemption import PREEMPTED_MESSAGE, PREEMPTED_PHASE, PREEMPTED_REASON
 from kubeletemu.node_topology import NodeTopologyReport
 from kubeletemu.pod import Pod, compute_qos
 from kubeletemu.podresources import nrt
@@ -97,6 +98,17 @@ def admit_response(report: AdmissionReport) -> pb.AdmitResponse:
             for name, d in report.numa_decisions
         ],
         cleanup="; ".join(report.released),
+        preempted=[
+            pb.PreemptedPod(
+                name=p.name,
+                namespace=p.namespace,
+                uid=p.uid,
+                phase=PREEMPTED_PHASE,
+                reason=PREEMPTED_REASON,
+                message=PREEMPTED_MESSAGE,
+            )
+            for p in report.preempted
+        ],
     )
 
 

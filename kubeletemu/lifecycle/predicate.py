@@ -23,9 +23,12 @@ device manager has handed out (``sanitizeNodeAllocatable``, only when the new po
 ``removeMissingExtendedResources`` drops the new pod's requests of extended resources the node does not
 advertise at all.
 
+A critical pod (static, mirror, or ``spec.priority`` >= 2000000000) that fails only for resources goes
+through ``HandleAdmissionFailure`` (:mod:`kubeletemu.lifecycle.preemption`): it is admitted once the
+chosen pods are evicted, or refused with ``UnexpectedAdmissionError`` when no set of pods suffices.
+
 Not modelled (no pod field carries them): the OS label/field and SupplementalGroupsPolicy checks that
-precede the fit, node affinity/name/ports and NoExecute taints that follow it, and the critical-pod
-preemption of ``HandleAdmissionFailure`` (our pods have no priority, so it never applies).
+precede the fit, node affinity/name/ports and NoExecute taints that follow it.
 """
 
 from __future__ import annotations
@@ -34,7 +37,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
-from kubeletemu.admission import PodAdmitResult
+from kubeletemu.admission import UNEXPECTED_ADMISSION_ERROR, PodAdmitResult
+from kubeletemu.lifecycle.preemption import (
+    PreemptionError,
+    Requirement,
+    Requirements,
+    is_critical_pod,
+    pods_to_preempt,
+    refusal_message,
+)
 from kubeletemu.lifecycle.resources import (
     CPU,
     EPHEMERAL_STORAGE,
@@ -114,9 +125,22 @@ class InsufficientResource:
         )
 
     @property
+    def insufficient_amount(self) -> int:
+        """``GetInsufficientAmount``: ``requested - (capacity - used)``."""
+        return self.requested - (self.capacity - self.used)
+
+    @property
     def scheduler_reason(self) -> str:
         """The scheduler's text for the same failure (``Too many pods``, ``Insufficient cpu``...)."""
         return "Too many pods" if self.resource_name == PODS else f"Insufficient {self.resource_name}"
+
+
+@dataclass(frozen=True)
+class PredicateDecision:
+    """The handler's answer, and the pods the kubelet evicts to give it (critical-pod preemption)."""
+
+    result: PodAdmitResult
+    preempted: tuple[Pod, ...] = ()
 
 
 def merged_gates(feature_gates: Mapping[str, bool] | None, kubelet_version: str = MASTER) -> dict[str, bool]:
@@ -309,12 +333,42 @@ class PredicateAdmitHandler:
         *,
         allocated_devices: Mapping[str, int] | None = None,
     ) -> PodAdmitResult:
-        """``predicateAdmitHandler.Admit`` (resource part): admit, or the first failure's reason/message."""
-        failures = self.insufficient_resources(pod, admitted_pods, allocated_devices=allocated_devices)
+        """``predicateAdmitHandler.Admit`` (resource part): admit, or the first failure's reason/message
+        (a critical pod's preemption decided as :meth:`decide` does, the victims left to the caller)."""
+        return self.decide(pod, admitted_pods, allocated_devices=allocated_devices).result
+
+    def decide(
+        self,
+        pod: Pod,
+        admitted_pods: Iterable[Pod],
+        *,
+        allocated_devices: Mapping[str, int] | None = None,
+    ) -> PredicateDecision:
+        """:meth:`admit` with ``HandleAdmissionFailure``: a critical pod refused for resources only is
+        admitted with the pods to evict, or refused with ``UnexpectedAdmissionError`` when none suffice."""
+        others = list(admitted_pods)
+        failures = self.insufficient_resources(pod, others, allocated_devices=allocated_devices)
         if not failures:
-            return PodAdmitResult(admit=True)
+            return PredicateDecision(PodAdmitResult(admit=True))
+        if is_critical_pod(pod):
+            # Every failure here is an InsufficientResourceError: the shortfall is what must be freed.
+            requirements = Requirements(
+                (Requirement(f.resource_name, f.insufficient_amount) for f in failures),
+                pod_level_resources=self.pod_level_resources,
+            )
+            try:
+                victims = pods_to_preempt(
+                    pod, others, requirements, pod_level_resources=self.pod_level_resources
+                )
+            except PreemptionError as err:
+                return PredicateDecision(
+                    PodAdmitResult(
+                        admit=False, reason=UNEXPECTED_ADMISSION_ERROR, message=refusal_message(err)
+                    )
+                )
+            return PredicateDecision(PodAdmitResult(admit=True), tuple(victims))
         first = failures[0]
-        return PodAdmitResult(admit=False, reason=first.reason, message=first.message)
+        return PredicateDecision(PodAdmitResult(admit=False, reason=first.reason, message=first.message))
 
 
 def admit_pod(
@@ -347,6 +401,7 @@ __all__ = [
     "InsufficientResource",
     "PredicateAdmitError",
     "PredicateAdmitHandler",
+    "PredicateDecision",
     "admit_pod",
     "delegated_to_dra",
     "fits_request",

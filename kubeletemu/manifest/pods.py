@@ -63,6 +63,8 @@ _PATH_CHARS = 160
 # What the UID may hold: it names the pod's file in the state directory, so no control characters.
 _UID_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f]")
 
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+
 
 @dataclass
 class _Context:
@@ -291,6 +293,9 @@ def _pod(ctx: _Context, obj: Mapping[str, Any], pod_level_resources: bool) -> Po
     priority = (
         None if spec.get("priority") is None else fields.integer(ctx, "spec.priority", spec["priority"])
     )
+    if priority is not None and not _INT32_MIN <= priority <= _INT32_MAX:
+        # spec.priority is an int32 (the kubelet's critical test compares it with 2000000000).
+        raise ctx.error("spec.priority", f"must be a 32-bit integer, got {priority}")
     node_name = None
     if spec.get("nodeName") not in (None, ""):
         node_name = fields.string(ctx, "spec.nodeName", spec["nodeName"])

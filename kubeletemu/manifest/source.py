@@ -51,6 +51,8 @@ def _manifest_of(msg: pb.Pod) -> dict[str, Any]:
         metadata["namespace"] = msg.namespace
     if msg.uid:
         metadata["uid"] = msg.uid
+    if msg.annotations:
+        metadata["annotations"] = dict(msg.annotations)
     spec: dict[str, Any] = {"containers": [_container(c) for c in msg.containers]}
     if msg.init_containers:
         spec["initContainers"] = [_container(c) for c in msg.init_containers]
@@ -60,4 +62,6 @@ def _manifest_of(msg: pb.Pod) -> dict[str, Any]:
         spec["overhead"] = dict(msg.overhead)
     if msg.runtime_class_name:
         spec["runtimeClassName"] = msg.runtime_class_name
+    if msg.HasField("priority"):
+        spec["priority"] = msg.priority
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}

@@ -7,14 +7,16 @@ same pods in the same order, on a daemon given the kubelet's own configuration f
 --shadow`` mirrors the kubelet from its root directory and podresources socket, and its self-check must
 agree with every assignment.
 
-Static pods are critical pods to the kubelet (``IsCriticalPod``: a static pod is critical): one that fails
-the node's resource fit makes the kubelet try to preempt (pkg/kubelet/preemption/preemption.go), and the
-answer is ``UnexpectedAdmissionError`` about preemption where kubeletemu, which does not emulate critical
-pods, says ``OutOfcpu``. That one known difference is asserted as such; API pods agree at every step.
+Static pods are critical pods to the kubelet (``IsCriticalPod``: a ``kubernetes.io/config.source``
+annotation other than ``api``): one that fails the node's resource fit makes the kubelet try to preempt
+(pkg/kubelet/preemption/preemption.go); with only critical pods running nothing is preemptable, and the
+answer is ``UnexpectedAdmissionError`` about preemption. kubeletemu, given the annotation the kubelet gives
+its static pods, answers the same; API pods get ``OutOfcpu`` from both.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -80,16 +82,14 @@ STEPS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("add", _pod("burstable", "", "64Mi", guaranteed=False)),
     ("add", _pod("exclusive-again", "1", "256Mi")),  # CPU 1 again, freed by the removal
 )
-# kubeletemu's answer where the kubelet's differs by design (see the module docstring).
-KNOWN_DIFFERENCES = {
-    "fractional": (
-        Answer(False, "UnexpectedAdmissionError", PREEMPTION_FAILED, ()),
-        Answer(
-            False,
-            "OutOfcpu",
-            "Node didn't have enough resource: cpu, requested: 500, used: 1000, capacity: 1000",
-            (),
-        ),
+# What both must answer for ``fractional``: a static pod is critical (see the module docstring).
+STATIC_FRACTIONAL = {"fractional": Answer(False, "UnexpectedAdmissionError", PREEMPTION_FAILED, ())}
+API_FRACTIONAL = {
+    "fractional": Answer(
+        False,
+        "OutOfcpu",
+        "Node didn't have enough resource: cpu, requested: 500, used: 1000, capacity: 1000",
+        (),
     )
 }
 
@@ -136,10 +136,13 @@ class StaticPods:
         self.kubelet = kubelet
 
     def as_kubelet_has_it(self, manifest: dict[str, Any]) -> dict[str, Any]:
-        return {
-            **manifest,
-            "metadata": {**manifest["metadata"], "name": f"{manifest['metadata']['name']}-{NODE_NAME}"},
+        """Named as the kubelet names it, with the source annotation it gives a file's pods."""
+        metadata = {
+            **manifest["metadata"],
+            "name": f"{manifest['metadata']['name']}-{NODE_NAME}",
+            "annotations": {"kubernetes.io/config.source": "file"},
         }
+        return {**manifest, "metadata": metadata}
 
     def add(self, manifest: dict[str, Any]) -> KubeletPod:
         return self.kubelet.add_static_pod(manifest)
@@ -152,14 +155,16 @@ class ApiPods:
     """Pods created in the API server, bound to the kubelet's node (no scheduler), without a service account
     token to mount."""
 
-    def __init__(self, kubelet: StandaloneKubelet, plane: ControlPlane) -> None:
-        self.kubelet, self.plane = kubelet, plane
-        plane.kubectl("create", "namespace", API_NAMESPACE)
-        plane.kubectl("-n", API_NAMESPACE, "create", "serviceaccount", "default")
+    def __init__(
+        self, kubelet: StandaloneKubelet, plane: ControlPlane, namespace: str = API_NAMESPACE
+    ) -> None:
+        self.kubelet, self.plane, self.namespace = kubelet, plane, namespace
+        plane.kubectl("create", "namespace", namespace)
+        plane.kubectl("-n", namespace, "create", "serviceaccount", "default")
 
     def as_kubelet_has_it(self, manifest: dict[str, Any]) -> dict[str, Any]:
         spec = {**manifest["spec"], "nodeName": NODE_NAME, "automountServiceAccountToken": False}
-        return {**manifest, "metadata": {**manifest["metadata"], "namespace": API_NAMESPACE}, "spec": spec}
+        return {**manifest, "metadata": {**manifest["metadata"], "namespace": self.namespace}, "spec": spec}
 
     def add(self, manifest: dict[str, Any]) -> KubeletPod:
         self.plane.kubectl("create", "-f", "-", input=yaml.safe_dump(self.as_kubelet_has_it(manifest)))
@@ -167,7 +172,7 @@ class ApiPods:
 
     def remove(self, manifest: dict[str, Any]) -> None:
         name = manifest["metadata"]["name"]
-        self.plane.kubectl("-n", API_NAMESPACE, "delete", "pod", name, "--grace-period=0", "--force")
+        self.plane.kubectl("-n", self.namespace, "delete", "pod", name, "--grace-period=0", "--force")
         self.kubelet.wait_pod(name, lambda pod: pod is None)
 
 
@@ -204,10 +209,10 @@ def _compare(
     kubelet: StandaloneKubelet,
     pods: StaticPods | ApiPods,
     emu_dir: Path,
-    known: dict[str, tuple[Answer, Answer]],
+    expected: dict[str, Answer],
 ) -> None:
     """Each step on the kubelet and on a kubeletemu daemon given its configuration file; the answers must
-    be equal, or the known difference."""
+    be equal, and be ``expected``'s where it names the step."""
     daemon = _daemon(emu_dir, kubelet.config_file, "--kubelet-version", _kubeletemu_version())
     try:
         differences = []
@@ -221,9 +226,9 @@ def _compare(
                 continue
             theirs = _kubelet_answer(kubelet, pods.add(manifest))
             ours = _kubeletemu_answer(daemon, emu_manifest)
-            if name in known:
-                assert (theirs, ours) == known[name], name
-            elif theirs != ours:
+            if name in expected:
+                assert theirs == expected[name], name
+            if theirs != ours:
                 differences.append(f"{name}: kubelet {theirs}, kubeletemu {ours}")
         assert not differences, "\n".join(differences)
     finally:
@@ -233,8 +238,33 @@ def _compare(
 def test_real_kubelet_answers_as_kubeletemu_and_shadow_mode_agrees(
     real_kubelet: StandaloneKubelet, kubelet_binary: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    _compare(real_kubelet, StaticPods(real_kubelet), tmp_path_factory.mktemp("emu"), KNOWN_DIFFERENCES)
+    _compare(real_kubelet, StaticPods(real_kubelet), tmp_path_factory.mktemp("emu"), STATIC_FRACTIONAL)
     _check_shadow(real_kubelet, kubelet_binary, tmp_path_factory.mktemp("sh"))
+
+
+@contextlib.contextmanager
+def _registered_kubelet(
+    control_plane: ControlPlane, kubelet_binary: Path, workdir: Path, namespace: str = API_NAMESPACE
+) -> Iterator[StandaloneKubelet]:
+    """A kubelet registered with ``control_plane``; its node and ``namespace`` are deleted afterwards."""
+    kubelet = StandaloneKubelet.start(
+        kubelet_binary, workdir, "single-numa-node", kubeconfig=control_plane.kubeconfig
+    )
+    try:
+        yield kubelet
+    finally:
+        kubelet.stop()
+        # The control plane is shared with the other e2e tests of this worker: a scheduler there must not
+        # bind pods to a node whose kubelet is gone.
+        control_plane.kubectl("delete", "node", NODE_NAME, "--ignore-not-found", check=False)
+        # With no kubelet left to confirm, the pods would stay Terminating, bound to NODE_NAME, and be handed
+        # to the next kubelet of that name: force them out.
+        control_plane.kubectl(
+            "-n", namespace, "delete", "pods", "--all", "--force", "--grace-period=0", check=False
+        )
+        control_plane.kubectl(
+            "delete", "namespace", namespace, "--wait=false", "--ignore-not-found", check=False
+        )
 
 
 def test_registered_kubelet_admits_api_pods_exactly_as_kubeletemu(
@@ -242,20 +272,58 @@ def test_registered_kubelet_admits_api_pods_exactly_as_kubeletemu(
 ) -> None:
     """Registered with the API server, the kubelet gets API pods, which are not critical: here kubeletemu's
     answers must equal the kubelet's at every step, ``fractional``'s OutOfcpu included."""
-    kubelet = StandaloneKubelet.start(
-        kubelet_binary, tmp_path_factory.mktemp("kl"), "single-numa-node", kubeconfig=control_plane.kubeconfig
-    )
-    try:
-        _compare(kubelet, ApiPods(kubelet, control_plane), tmp_path_factory.mktemp("emu"), {})
+    with _registered_kubelet(control_plane, kubelet_binary, tmp_path_factory.mktemp("kl")) as kubelet:
+        _compare(kubelet, ApiPods(kubelet, control_plane), tmp_path_factory.mktemp("emu"), API_FRACTIONAL)
         _check_shadow(kubelet, kubelet_binary, tmp_path_factory.mktemp("sh"))
-    finally:
-        kubelet.stop()
-        # The control plane is shared with the other e2e tests of this worker: a scheduler there must not
-        # bind pods to a node whose kubelet is gone.
-        control_plane.kubectl("delete", "node", NODE_NAME, "--ignore-not-found", check=False)
-        control_plane.kubectl(
-            "delete", "namespace", API_NAMESPACE, "--wait=false", "--ignore-not-found", check=False
-        )
+
+
+def test_static_pod_preempts_an_api_pod_as_in_kubeletemu(
+    control_plane: ControlPlane, kubelet_binary: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A Burstable API pod takes 600m of the 1000m allocatable; a static pod asking 600m lacks 200m, so the
+    kubelet evicts the API pod (``CriticalPodAdmissionHandler``, its ``Preempting`` event) and admits the
+    static one. kubeletemu, given the same two pods, reports the same eviction with the same reason and
+    message. (The victim's final phase comes from its containers' exit: the fake runtime's exit 0 ends it
+    ``Succeeded`` over the ``Failed`` the preemption wrote, so it is not compared.)"""
+    victim = _pod("victim", "600m", "64Mi", guaranteed=False)
+    critical = _pod("critical", "600m", "64Mi", guaranteed=False)
+    emu_dir = tmp_path_factory.mktemp("emu")
+    namespace = f"{API_NAMESPACE}-preempt"  # the other test's namespace may still be terminating
+    workdir = tmp_path_factory.mktemp("kl")
+    with _registered_kubelet(control_plane, kubelet_binary, workdir, namespace) as kubelet:
+        api, static = ApiPods(kubelet, control_plane, namespace), StaticPods(kubelet)
+        added = api.add(victim)
+        assert added.phase == "Running", added
+        admitted = static.add(critical)
+        assert admitted.phase == "Running", admitted
+        kubelet.wait_pod("victim", lambda pod: pod is not None and pod.phase in ("Failed", "Succeeded"))
+        theirs = _preempting_events(control_plane, namespace)
+        daemon = _daemon(emu_dir, kubelet.config_file, "--kubelet-version", _kubeletemu_version())
+        try:
+            replies = []
+            for pods, manifest in ((api, victim), (static, critical)):
+                path = emu_dir / f"{manifest['metadata']['name']}.yaml"
+                path.write_text(yaml.safe_dump(pods.as_kubelet_has_it(manifest)))
+                replies.append(_cli("admit", "-f", str(path), socket=daemon.socket))
+        finally:
+            daemon.stop()
+    assert theirs == [("victim", "Preempting", "Preempted in order to admit critical pod")]
+    assert [r["admitted"] for r in replies] == [True, True]
+    ours = [(p["name"], p["reason"], p["message"]) for p in replies[1]["preempted"]]
+    assert ours == theirs
+    assert [p["phase"] for p in replies[1]["preempted"]] == ["Failed"]
+
+
+def _preempting_events(plane: ControlPlane, namespace: str) -> list[tuple[str, str, str]]:
+    """The kubelet's ``Preempting`` events in ``namespace``: (pod, reason, message), waited for a while
+    (the recorder sends them in the background)."""
+    deadline = time.monotonic() + 30
+    while True:
+        listed = plane.get_json("events", "-n", namespace, "--field-selector", "reason=Preempting")
+        items: list[dict[str, Any]] = listed.get("items", [])  # type: ignore[assignment]
+        if items or time.monotonic() > deadline:
+            return [(e["involvedObject"]["name"], e["reason"], e["message"]) for e in items]
+        time.sleep(0.5)
 
 
 def _check_shadow(kubelet: StandaloneKubelet, kubelet_binary: Path, workdir: Path) -> None:

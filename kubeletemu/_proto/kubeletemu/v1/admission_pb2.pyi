@@ -39,8 +39,15 @@ class Container(_message.Message):
     def __init__(self, name: _Optional[str] = ..., resources: _Optional[_Union[ResourceRequirements, _Mapping]] = ..., restart_policy: _Optional[str] = ...) -> None: ...
 
 class Pod(_message.Message):
-    __slots__ = ("name", "namespace", "uid", "init_containers", "containers", "resources", "overhead", "runtime_class_name")
+    __slots__ = ("name", "namespace", "uid", "init_containers", "containers", "resources", "overhead", "runtime_class_name", "annotations", "priority")
     class OverheadEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class AnnotationsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
         VALUE_FIELD_NUMBER: _ClassVar[int]
@@ -55,6 +62,8 @@ class Pod(_message.Message):
     RESOURCES_FIELD_NUMBER: _ClassVar[int]
     OVERHEAD_FIELD_NUMBER: _ClassVar[int]
     RUNTIME_CLASS_NAME_FIELD_NUMBER: _ClassVar[int]
+    ANNOTATIONS_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
     name: str
     namespace: str
     uid: str
@@ -63,7 +72,9 @@ class Pod(_message.Message):
     resources: ResourceRequirements
     overhead: _containers.ScalarMap[str, str]
     runtime_class_name: str
-    def __init__(self, name: _Optional[str] = ..., namespace: _Optional[str] = ..., uid: _Optional[str] = ..., init_containers: _Optional[_Iterable[_Union[Container, _Mapping]]] = ..., containers: _Optional[_Iterable[_Union[Container, _Mapping]]] = ..., resources: _Optional[_Union[ResourceRequirements, _Mapping]] = ..., overhead: _Optional[_Mapping[str, str]] = ..., runtime_class_name: _Optional[str] = ...) -> None: ...
+    annotations: _containers.ScalarMap[str, str]
+    priority: int
+    def __init__(self, name: _Optional[str] = ..., namespace: _Optional[str] = ..., uid: _Optional[str] = ..., init_containers: _Optional[_Iterable[_Union[Container, _Mapping]]] = ..., containers: _Optional[_Iterable[_Union[Container, _Mapping]]] = ..., resources: _Optional[_Union[ResourceRequirements, _Mapping]] = ..., overhead: _Optional[_Mapping[str, str]] = ..., runtime_class_name: _Optional[str] = ..., annotations: _Optional[_Mapping[str, str]] = ..., priority: _Optional[int] = ...) -> None: ...
 
 class PodSource(_message.Message):
     __slots__ = ("pod", "manifest")
@@ -193,7 +204,7 @@ class ScoreDecision(_message.Message):
     def __init__(self, container: _Optional[str] = ..., chosen: _Optional[_Iterable[int]] = ..., over: _Optional[_Iterable[int]] = ..., signal: _Optional[str] = ..., detail: _Optional[str] = ...) -> None: ...
 
 class AdmitResponse(_message.Message):
-    __slots__ = ("name", "namespace", "uid", "admitted", "reason", "message", "decided_by", "qos_class", "containers", "score_decisions", "cleanup")
+    __slots__ = ("name", "namespace", "uid", "admitted", "reason", "message", "decided_by", "qos_class", "containers", "score_decisions", "cleanup", "preempted")
     NAME_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     UID_FIELD_NUMBER: _ClassVar[int]
@@ -205,6 +216,7 @@ class AdmitResponse(_message.Message):
     CONTAINERS_FIELD_NUMBER: _ClassVar[int]
     SCORE_DECISIONS_FIELD_NUMBER: _ClassVar[int]
     CLEANUP_FIELD_NUMBER: _ClassVar[int]
+    PREEMPTED_FIELD_NUMBER: _ClassVar[int]
     name: str
     namespace: str
     uid: str
@@ -216,7 +228,24 @@ class AdmitResponse(_message.Message):
     containers: _containers.RepeatedCompositeFieldContainer[ContainerResult]
     score_decisions: _containers.RepeatedCompositeFieldContainer[ScoreDecision]
     cleanup: str
-    def __init__(self, name: _Optional[str] = ..., namespace: _Optional[str] = ..., uid: _Optional[str] = ..., admitted: _Optional[bool] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ..., decided_by: _Optional[str] = ..., qos_class: _Optional[str] = ..., containers: _Optional[_Iterable[_Union[ContainerResult, _Mapping]]] = ..., score_decisions: _Optional[_Iterable[_Union[ScoreDecision, _Mapping]]] = ..., cleanup: _Optional[str] = ...) -> None: ...
+    preempted: _containers.RepeatedCompositeFieldContainer[PreemptedPod]
+    def __init__(self, name: _Optional[str] = ..., namespace: _Optional[str] = ..., uid: _Optional[str] = ..., admitted: _Optional[bool] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ..., decided_by: _Optional[str] = ..., qos_class: _Optional[str] = ..., containers: _Optional[_Iterable[_Union[ContainerResult, _Mapping]]] = ..., score_decisions: _Optional[_Iterable[_Union[ScoreDecision, _Mapping]]] = ..., cleanup: _Optional[str] = ..., preempted: _Optional[_Iterable[_Union[PreemptedPod, _Mapping]]] = ...) -> None: ...
+
+class PreemptedPod(_message.Message):
+    __slots__ = ("name", "namespace", "uid", "phase", "reason", "message")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    UID_FIELD_NUMBER: _ClassVar[int]
+    PHASE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    namespace: str
+    uid: str
+    phase: str
+    reason: str
+    message: str
+    def __init__(self, name: _Optional[str] = ..., namespace: _Optional[str] = ..., uid: _Optional[str] = ..., phase: _Optional[str] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
 
 class RemovePodRequest(_message.Message):
     __slots__ = ("uid",)
