@@ -44,6 +44,7 @@ FAKECRI = exporters.ExporterPin(
     ("-s", "-w"),
 )
 NODE_NAME = "realkubelet"
+NO_SCHEDULE_TAINT = "kubeletemu.io/real-kubelet=:NoSchedule"
 # The kernel tunables the kubelet's container manager sets (their /proc/sys paths).
 KERNEL_TUNABLES = (
     "vm/overcommit_memory",
@@ -183,7 +184,10 @@ class StandaloneKubelet:
                 "--v", "2",
             ]  # fmt: skip
             if kubeconfig is not None:
-                argv += ["--kubeconfig", kubeconfig]
+                # Tainted so that no scheduler of the shared control plane binds another test's pods here:
+                # this node's pods name it themselves, and the kubelet's admission checks only NoExecute
+                # taints (lifecycle/predicate.go).
+                argv += ["--kubeconfig", kubeconfig, "--register-with-taints", f"{NO_SCHEDULE_TAINT}"]
             kubelet_process = Process.start("kubelet", argv, workdir)
             run.processes.append(kubelet_process)
             _wait_for(lambda: _healthy(healthz_port), kubelet_process, "/healthz", STARTUP_TIMEOUT)
