@@ -1,0 +1,100 @@
+"""The fleet checked against the real thing: a Fleet file on a real cluster and through ``kubeletemu fleet``.
+
+Run: python benchmarks/bench_real_fleet.py [--fleet FILE] [--scheduler default] [--seeds 1 2 3 4 5]
+                                           [--version 1.37] [-o json]
+
+The real side (``tests/realfleet``): etcd, kube-apiserver and kube-controller-manager of the pinned release
+(built on first use, or from ``KUBELETEMU_UPSTREAM_ASSETS``), the file's nodes as ``kubeletemu nodes``, and
+for each seed a fresh real kube-scheduler; the seed's arrivals (the fleet's own seeded stream) become
+ReplicaSets of one replica, created at their arrival times. The simulated side runs the same configurations
+through the fleet's engine. Each measure is the mean with a 95 % interval over the seeds (the fleet's
+statistics), real beside simulated; a row agrees when the intervals overlap. Also printed: each seed's
+figures, the wall time and the load average before and after (the real side runs in wall-clock time, so a
+busy machine shows in its latencies).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from kubeletemu.fleet.spec import load_fleet
+from tests.realfleet import compare
+from tests.realfleet.cluster import RealCluster, SchedulerSetup
+from tests.upstream import build
+
+DEFAULT_FLEET = Path(__file__).resolve().parents[1] / "tests" / "realfleet" / "fleet-small.yaml"
+CLUSTER = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--fleet", type=Path, default=DEFAULT_FLEET)
+    parser.add_argument("--scheduler", default="default", help="the file's scheduler (setup) to compare")
+    parser.add_argument("--seeds", type=int, nargs="*", help="default: the file's matrix.seeds")
+    parser.add_argument(
+        "--version", help="the pinned Kubernetes minor of the real components (default newest)"
+    )
+    parser.add_argument("--trace", type=Path, help="write each real run's events (JSON) to this file")
+    parser.add_argument("--logs", type=Path, help="keep the components' logs in this directory")
+    parser.add_argument(
+        "--manager-arg",
+        action="append",
+        default=[],
+        help="a kube-controller-manager argument (repeatable)",
+    )
+    parser.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    options = parser.parse_args()
+
+    spec = load_fleet(options.fleet)
+    configs = compare.configurations(spec, options.scheduler, options.seeds)
+    load_before = os.getloadavg()
+    started = time.monotonic()
+    assets = build.ensure(options.version, CLUSTER)
+    node_names = [f"{g.name}-{i:03d}" for g in spec.node_groups for i in range(g.count)]
+    cluster = RealCluster.start(assets, options.fleet, node_names, options.manager_arg)
+    real = []
+    try:
+        for config in configs:
+            print(f"real run {config.name} ...", file=sys.stderr, flush=True)
+            real.append(cluster.run(config, SchedulerSetup(f"kube-scheduler-{options.scheduler}")))
+    finally:
+        cluster.stop(options.logs)
+    real_wall = time.monotonic() - started
+    simulated = compare.simulate(configs)
+    load_after = os.getloadavg()
+    if options.trace:
+        options.trace.write_text(json.dumps({r["name"]: r.pop("trace") for r in real}))
+    else:
+        for r in real:
+            r.pop("trace")
+    rows = compare.rows(options.scheduler, real, simulated)
+    if options.output == "json":
+        out = {"real": real, "simulated": [_lean(s) for s in simulated], "rows": [r.__dict__ for r in rows]}
+        print(json.dumps(out, indent=2, default=str))
+        return 0
+    version = assets.directory.parent.name if not os.environ.get(build.ASSETS_ENV) else "assets"
+    print(f"{options.fleet}: scheduler {options.scheduler}, real components {version}, seeds "
+          f"{[c.seed for c in configs]}")  # fmt: skip
+    print(compare.table(rows))
+    print(compare.per_seed(options.scheduler, real, simulated))
+    print(
+        f"real side {real_wall:.0f} s wall; load average (1, 5, 15 min) before "
+        f"{', '.join(f'{v:.1f}' for v in load_before)}, after {', '.join(f'{v:.1f}' for v in load_after)}"
+    )
+    return 0
+
+
+def _lean(result: dict[str, object]) -> dict[str, object]:
+    """A fleet result without its long series (the log, utilisation, pending over time)."""
+    return {k: v for k, v in result.items() if k not in ("log", "numa_utilisation", "pending_over_time")}
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

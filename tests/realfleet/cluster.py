@@ -1,0 +1,153 @@
+"""The cluster a real fleet run needs, from ``tests/upstream``: etcd and kube-apiserver,
+kube-controller-manager (its ReplicaSet, garbage-collector, namespace and node-lifecycle controllers), the
+Fleet file's nodes as ``kubeletemu nodes``, and a scheduler started afresh for each run (so each seed meets
+an empty queue, a ``nextStartNodeIndex`` of 0 and a zero attempts counter, as a fleet run does).
+
+A run has a namespace of its own, deleted after it; the next run starts once every pod of it is gone, so the
+nodes are empty again (deletion frees what a pod held).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import shutil
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kubeletemu.fleet.spec import ConfigurationSpec
+from kubeletemu.nodes.api import ApiError, ApiServer, load_kubeconfig
+from tests.e2e.test_nodes import NodesProcess
+from tests.realfleet.measure import RealRun
+from tests.upstream.build import Assets
+from tests.upstream.controlplane import METRICS_OPEN, ControlPlane, Process, read_metrics
+
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+DEFAULT_SCHEDULER = "default-scheduler"
+WAIT_S = 180.0
+_ATTEMPTS = re.compile(r"^scheduler_schedule_attempts_total\{([^}]*)\}\s+(\S+)$", re.M)
+
+
+@dataclass(frozen=True)
+class SchedulerSetup:
+    """A real scheduler: its binary (None: the control plane's kube-scheduler), its arguments and the
+    profile its pods name."""
+
+    name: str
+    binary: Path | None = None
+    args: tuple[str, ...] = ()
+    profile: str = DEFAULT_SCHEDULER
+
+
+def attempts_from_metrics(text: str, profile: str) -> int:
+    """``scheduler_schedule_attempts_total`` of the profile, summed over its results (scheduled,
+    unschedulable, error): every scheduling cycle the scheduler ran."""
+    total = 0.0
+    for labels, value in _ATTEMPTS.findall(text):
+        if f'profile="{profile}"' in labels:
+            total += float(value)
+    return int(total)
+
+
+class RealCluster:
+    """A control plane with the controller manager and the Fleet file's nodes; :meth:`run` runs one
+    configuration under a scheduler."""
+
+    def __init__(self, plane: ControlPlane, nodes: NodesProcess, manager: Process) -> None:
+        self.plane, self.nodes, self.manager = plane, nodes, manager
+        self.runs = 0
+
+    @classmethod
+    def start(
+        cls, assets: Assets, fleet_file: Path, node_names: Sequence[str], manager_args: Sequence[str] = ()
+    ) -> RealCluster:
+        plane = ControlPlane.start(assets)
+        try:
+            manager = plane.start_controller_manager(manager_args)
+            state = Path(tempfile.mkdtemp(prefix="kubeletemu-realfleet-", dir=plane.workdir))
+            nodes = NodesProcess(fleet_file, plane.kubeconfig, state / "nodes").start()
+            cluster = cls(plane, nodes, manager)
+            cluster._wait(
+                f"nodes {', '.join(node_names)} Ready and schedulable", lambda: cluster._ready(node_names)
+            )
+            return cluster
+        except BaseException:
+            plane.stop()
+            raise
+
+    def stop(self, keep_logs: Path | None = None) -> None:
+        """Stops everything; ``keep_logs``: copy the components' logs there first."""
+        self.nodes.stop()
+        if keep_logs is not None:
+            keep_logs.mkdir(parents=True, exist_ok=True)
+            for log in [*self.plane.workdir.glob("*.log"), self.nodes.log, self.nodes.err]:
+                shutil.copy(log, keep_logs / log.name)
+        self.plane.stop()
+
+    def _wait(self, what: str, probe: Any, timeout: float = WAIT_S) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if probe():
+                return
+            time.sleep(0.5)
+        raise TimeoutError(f"not within {timeout:.0f} s: {what}")
+
+    def _ready(self, names: Sequence[str]) -> bool:
+        items = self.plane.get_json("nodes").get("items")
+        assert isinstance(items, list)
+        schedulable = set()
+        for node in items:
+            conditions = {c["type"]: c["status"] for c in node.get("status", {}).get("conditions", [])}
+            taints = {t["key"] for t in node.get("spec", {}).get("taints") or []}
+            if conditions.get("Ready") == "True" and NOT_READY_TAINT not in taints:
+                schedulable.add(node["metadata"]["name"])
+        return schedulable >= set(names)
+
+    def run(self, config: ConfigurationSpec, setup: SchedulerSetup) -> dict[str, Any]:
+        """One seed: a namespace, a fresh scheduler, the workload measured; then all of it removed."""
+        self.runs += 1
+        namespace = f"fleet-{self.runs}-seed-{config.seed}"
+        self.plane.kubectl("create", "namespace", namespace)
+        # The ServiceAccount admission refuses pods until the controller manager has made the account.
+        self._wait(
+            f"{namespace}/default ServiceAccount",
+            lambda: (
+                self.plane.kubectl(
+                    "-n", namespace, "get", "serviceaccount", "default", check=False
+                ).returncode
+                == 0
+            ),
+        )
+        args = (METRICS_OPEN, *setup.args)
+        scheduler = self.plane.start_scheduler(args, binary=setup.binary, name=f"{setup.name}-{self.runs}")
+        try:
+            result = asyncio.run(self._measure(config, namespace, scheduler, setup.profile))
+        finally:
+            self.plane.stop_process(scheduler)
+        self.plane.kubectl("delete", "namespace", namespace, "--wait=false")
+        self._wait(f"namespace {namespace} gone", lambda: not self._exists(namespace))
+        return result
+
+    def _exists(self, namespace: str) -> bool:
+        return self.plane.kubectl("get", "namespace", namespace, check=False).returncode == 0
+
+    async def _measure(
+        self, config: ConfigurationSpec, namespace: str, scheduler: Process, profile: str
+    ) -> dict[str, Any]:
+        api = ApiServer(load_kubeconfig(self.plane.kubeconfig))
+
+        async def attempts() -> int:
+            text = await asyncio.to_thread(read_metrics, scheduler)
+            return attempts_from_metrics(text, profile)
+
+        try:
+            run = RealRun(api, config, namespace, attempts, None if profile == DEFAULT_SCHEDULER else profile)
+            return await run.run()
+        except ApiError as err:
+            raise RuntimeError(f"the API server refused: {err}") from None
+        finally:
+            await api.close()
