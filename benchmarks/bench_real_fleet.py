@@ -8,9 +8,11 @@ The real side (``tests/realfleet``): etcd, kube-apiserver and kube-controller-ma
 for each seed a fresh real kube-scheduler; the seed's arrivals (the fleet's own seeded stream) become
 ReplicaSets of one replica, created at their arrival times. The simulated side runs the same configurations
 through the fleet's engine. Each measure is the mean with a 95 % interval over the seeds (the fleet's
-statistics), real beside simulated; a row agrees when the intervals overlap. Also printed: each seed's
-figures, the wall time and the load average before and after (the real side runs in wall-clock time, so a
-busy machine shows in its latencies).
+statistics), real beside simulated; a row agrees when the intervals overlap. Then the simulation again with
+the latencies each real run showed (its bind-to-Running and Failed-to-replacement medians as the fleet's
+``startupLatency`` and ReplicaSet delays): what differs still is not those latencies. Also printed: each
+seed's figures, the wall time and the load average before and after (the real side runs in wall-clock
+time, so a busy machine shows in its latencies).
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ def main() -> int:
         cluster.stop(options.logs)
     real_wall = time.monotonic() - started
     simulated = compare.simulate(configs)
+    calibrated = compare.simulate([compare.calibrated(c, r) for c, r in zip(configs, real, strict=True)])
     load_after = os.getloadavg()
     if options.trace:
         options.trace.write_text(json.dumps({r["name"]: r.pop("trace") for r in real}))
@@ -75,15 +78,24 @@ def main() -> int:
         for r in real:
             r.pop("trace")
     rows = compare.rows(options.scheduler, real, simulated)
+    calibrated_rows = compare.rows(f"{options.scheduler}, real latencies", real, calibrated)
     if options.output == "json":
-        out = {"real": real, "simulated": [_lean(s) for s in simulated], "rows": [r.__dict__ for r in rows]}
+        out = {
+            "real": real,
+            "simulated": [_lean(s) for s in simulated],
+            "calibrated": [_lean(s) for s in calibrated],
+            "rows": [r.__dict__ for r in (*rows, *calibrated_rows)],
+        }
         print(json.dumps(out, indent=2, default=str))
         return 0
     version = assets.directory.parent.name if not os.environ.get(build.ASSETS_ENV) else "assets"
     print(f"{options.fleet}: scheduler {options.scheduler}, real components {version}, seeds "
           f"{[c.seed for c in configs]}")  # fmt: skip
-    print(compare.table(rows))
+    print(compare.table([*rows, *calibrated_rows]))
     print(compare.per_seed(options.scheduler, real, simulated))
+    print(compare.per_seed("with the real latencies", real, calibrated))
+    latencies = ", ".join(f"{r['bind_to_running_p50_s']:.2f}s / {r['replacement_p50_s']:.2f}s" for r in real)
+    print(f"real latencies per seed (bind to Running p50 / Failed to replacement p50): {latencies}")
     print(
         f"real side {real_wall:.0f} s wall; load average (1, 5, 15 min) before "
         f"{', '.join(f'{v:.1f}' for v in load_before)}, after {', '.join(f'{v:.1f}' for v in load_after)}"

@@ -6,13 +6,15 @@ side. Two figures agree when their intervals overlap (:func:`kubeletemu.fleet.st
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kubeletemu.fleet.distributions import FIXED, Distribution
 from kubeletemu.fleet.engine import run_configuration
 from kubeletemu.fleet.report import figure_text
-from kubeletemu.fleet.spec import ConfigurationSpec, FleetSpec
+from kubeletemu.fleet.spec import ConfigurationSpec, FleetSpec, ReplicaSetSpec
 from kubeletemu.fleet.stats import interval, separated
 
 # The measures compared, as result keys, with their labels.
@@ -54,6 +56,19 @@ def configurations(
 
 def simulate(configs: Sequence[ConfigurationSpec]) -> list[dict[str, Any]]:
     return [run_configuration(c) for c in configs]
+
+
+def calibrated(config: ConfigurationSpec, real: Mapping[str, Any]) -> ConfigurationSpec:
+    """The configuration with the latencies its real run showed (medians, :meth:`RealRun.latencies`):
+    the start-up latency a bound pod took to Running, and the ReplicaSet's reaction to a Failed pod split
+    evenly between its informer and its sync. What still differs then is not these latencies."""
+    startup = Distribution(FIXED, float(real["bind_to_running_p50_s"]))
+    half = float(real["replacement_p50_s"]) / 2
+    return dataclasses.replace(
+        config,
+        workload=dataclasses.replace(config.workload, startup_latency=startup),
+        controllers=dataclasses.replace(config.controllers, replica_set=ReplicaSetSpec(half, half)),
+    )
 
 
 def rows(setup: str, real: Sequence[Mapping[str, Any]], simulated: Sequence[Mapping[str, Any]]) -> list[Row]:

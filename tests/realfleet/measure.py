@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +52,8 @@ class _Pod:
     added_at: float
     bound_at: float | None = None
     failed: str | None = None  # the admission's reason, once Failed
+    started_at: float | None = None  # Running seen
+    failed_at: float | None = None
 
 
 @dataclass
@@ -149,6 +152,8 @@ class RealRun:
                     version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
                     if kind in ("ADDED", "MODIFIED"):
                         self.seen(obj)
+                    elif kind == "DELETED":
+                        self.gone(obj)
             except Unreachable:
                 await asyncio.sleep(0.2)
 
@@ -170,6 +175,8 @@ class RealRun:
             self.trace.append((now, slot.planned.name, f"bound {meta.get('name')} {node}"))
         status = obj.get("status") or {}
         phase = status.get("phase")
+        if phase == "Running" and pod.started_at is None:
+            pod.started_at = now
         if phase == "Running" and slot.running_at is None:
             slot.running_at = now
             self.trace.append((now, slot.planned.name, f"running {meta.get('name')}"))
@@ -179,11 +186,19 @@ class RealRun:
             self._check_done()
         elif phase == "Failed" and pod.failed is None:
             pod.failed = str(status.get("reason") or "")
+            pod.failed_at = now
             self.trace.append((now, slot.planned.name, f"failed {meta.get('name')} {pod.failed}"))
             if pod.failed == ERROR_TOPOLOGY_AFFINITY:
                 self.counts.topology_affinity_errors += 1
             else:
                 self.counts.other_admission_errors += 1
+
+    def gone(self, obj: JSON) -> None:
+        """A pod object deleted (what it held was freed at its deletion timestamp): traced only."""
+        meta = obj.get("metadata") or {}
+        pod = self.pods.get(str(meta.get("uid")))
+        if pod is not None:
+            self.trace.append((self.now(), pod.slot.planned.name, f"gone {meta.get('name')}"))
 
     def _check_done(self) -> None:
         if self.arrived == len(self.planned) and self.waiting == 0:
@@ -198,6 +213,29 @@ class RealRun:
         for pod in self.pods.values():
             firsts[pod.slot] = min(firsts.get(pod.slot, pod.added_at), pod.added_at)
         return firsts
+
+    def latencies(self) -> JSON:
+        """What the fleet takes as parameters, as this cluster showed them (medians): a bound pod to
+        Running (the fleet's ``workload.startupLatency``, counted there from the bind), and a Failed pod to
+        its replacement created (the fleet's ``controllers.replicaSet`` informer plus sync delay)."""
+        to_running = sorted(
+            p.started_at - p.bound_at
+            for p in self.pods.values()
+            if p.started_at is not None and p.bound_at is not None
+        )
+        by_slot: dict[_Slot, list[_Pod]] = {}
+        for pod in sorted(self.pods.values(), key=lambda p: p.added_at):
+            by_slot.setdefault(pod.slot, []).append(pod)
+        replacements = sorted(
+            later.added_at - earlier.failed_at
+            for pods in by_slot.values()
+            for earlier, later in itertools.pairwise(pods)
+            if earlier.failed_at is not None
+        )
+        return {
+            "bind_to_running_p50_s": percentile(to_running, 50),
+            "replacement_p50_s": percentile(replacements, 50),
+        }
 
     def result(self, end: float, attempts: int) -> JSON:
         """The fleet's result keys that :func:`kubeletemu.fleet.stats.summaries` reads, and a few more."""
@@ -243,6 +281,7 @@ class RealRun:
             # The ReplicaSet controller's first create: not in the fleet, whose slot starts with its pod.
             "first_create_p50_s": percentile(first_creates, 50),
             "first_create_p99_s": percentile(first_creates, 99),
+            **self.latencies(),
             "elapsed_s": round(end, 6),
             "trace": [[round(t, 3), slot, what] for t, slot, what in self.trace],
         }
