@@ -96,6 +96,17 @@ def main() -> int:
     print(compare.per_seed("with the real latencies", real, calibrated))
     latencies = ", ".join(f"{r['bind_to_running_p50_s']:.2f}s / {r['replacement_p50_s']:.2f}s" for r in real)
     print(f"real latencies per seed (bind to Running p50 / Failed to replacement p50): {latencies}")
+    for r in real:
+        manager = r.get("controller_manager", {})
+        waits = manager.get("queue_waits") or 1
+        requests = manager.get("client_requests") or 1
+        print(
+            f"  seed {r['seed']}: first create p50 {r['first_create_p50_s']:.2f}s; kube-controller-manager: "
+            f"{manager.get('stale_sync_skips', 0):.0f} stale-informer sync skips, "
+            f"{manager.get('queue_retries', 0):.0f} ReplicaSet queue retries, "
+            f"{manager.get('queue_wait_sum_s', 0) / waits * 1000:.0f} ms mean ReplicaSet queue wait, "
+            f"{manager.get('client_throttle_sum_s', 0) / requests * 1000:.0f} ms mean client throttle"
+        )
     print(
         f"real side {real_wall:.0f} s wall; load average (1, 5, 15 min) before "
         f"{', '.join(f'{v:.1f}' for v in load_before)}, after {', '.join(f'{v:.1f}' for v in load_after)}"

@@ -29,7 +29,19 @@ from tests.upstream.controlplane import METRICS_OPEN, ControlPlane, Process, rea
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 DEFAULT_SCHEDULER = "default-scheduler"
 WAIT_S = 180.0
-_ATTEMPTS = re.compile(r"^scheduler_schedule_attempts_total\{([^}]*)\}\s+(\S+)$", re.M)
+_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{([^}]*)\})?\s+(\S+)$", re.M)
+# kube-controller-manager's own account of how its ReplicaSet controller kept up, per run (differences):
+# syncs skipped because its informer had not yet seen its last write (StaleControllerConsistencyReplicaSet,
+# beta and on from 1.36: pkg/controller/replicaset/replica_set.go), the work queue's rate-limited retries
+# and the time keys waited in it, and the client-side rate limiter's waits (--kube-api-qps).
+MANAGER_SERIES = {
+    "stale_sync_skips": ("replicaset_controller_stale_sync_skips_total", ""),
+    "queue_retries": ("workqueue_retries_total", 'name="replicaset"'),
+    "queue_wait_sum_s": ("workqueue_queue_duration_seconds_sum", 'name="replicaset"'),
+    "queue_waits": ("workqueue_queue_duration_seconds_count", 'name="replicaset"'),
+    "client_throttle_sum_s": ("rest_client_rate_limiter_duration_seconds_sum", ""),
+    "client_requests": ("rest_client_rate_limiter_duration_seconds_count", ""),
+}
 
 
 @dataclass(frozen=True)
@@ -43,14 +55,19 @@ class SchedulerSetup:
     profile: str = DEFAULT_SCHEDULER
 
 
+def metric_sum(text: str, name: str, labels: str = "") -> float:
+    """The sum of a metric's samples in Prometheus text whose labels contain ``labels``."""
+    return sum(float(v) for n, ls, v in _SAMPLE.findall(text) if n == name and labels in (ls or ""))
+
+
 def attempts_from_metrics(text: str, profile: str) -> int:
     """``scheduler_schedule_attempts_total`` of the profile, summed over its results (scheduled,
     unschedulable, error): every scheduling cycle the scheduler ran."""
-    total = 0.0
-    for labels, value in _ATTEMPTS.findall(text):
-        if f'profile="{profile}"' in labels:
-            total += float(value)
-    return int(total)
+    return int(metric_sum(text, "scheduler_schedule_attempts_total", f'profile="{profile}"'))
+
+
+def manager_figures(text: str) -> dict[str, float]:
+    return {key: metric_sum(text, name, labels) for key, (name, labels) in MANAGER_SERIES.items()}
 
 
 class RealCluster:
@@ -67,7 +84,7 @@ class RealCluster:
     ) -> RealCluster:
         plane = ControlPlane.start(assets)
         try:
-            manager = plane.start_controller_manager(manager_args)
+            manager = plane.start_controller_manager([METRICS_OPEN, *manager_args])
             state = Path(tempfile.mkdtemp(prefix="kubeletemu-realfleet-", dir=plane.workdir))
             nodes = NodesProcess(fleet_file, plane.kubeconfig, state / "nodes").start()
             cluster = cls(plane, nodes, manager)
@@ -124,10 +141,13 @@ class RealCluster:
         )
         args = (METRICS_OPEN, *setup.args)
         scheduler = self.plane.start_scheduler(args, binary=setup.binary, name=f"{setup.name}-{self.runs}")
+        before = manager_figures(read_metrics(self.manager))
         try:
             result = asyncio.run(self._measure(config, namespace, scheduler, setup.profile))
         finally:
             self.plane.stop_process(scheduler)
+        after = manager_figures(read_metrics(self.manager))
+        result["controller_manager"] = {k: round(after[k] - before[k], 6) for k in after}
         self.plane.kubectl("delete", "namespace", namespace, "--wait=false")
         self._wait(f"namespace {namespace} gone", lambda: not self._exists(namespace))
         return result

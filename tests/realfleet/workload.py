@@ -6,8 +6,9 @@ one): here a ReplicaSet of one replica, named as the fleet names the slot, creat
 kube-controller-manager's ReplicaSet controller creates its pod and replaces a Failed pod with a new one
 (``FilterActivePods`` counts neither Failed nor Succeeded pods, ``pkg/controller/replicaset/replica_set.go``
 v1.37.2), as the fleet's controller does. A slot whose lifetime ends (counted from its Running, as the
-fleet counts it) has its ReplicaSet deleted with its pods (``propagationPolicy: Background``): the real
-nodes run no containers that could exit, so the deletion stands for the fleet's Succeeded.
+fleet counts it) has its ReplicaSet deleted (``propagationPolicy: Background``) and then its running pod
+(grace period 0): the real nodes run no containers that could exit, so the deletion stands for the fleet's
+Succeeded, which frees the pod's resources at once (:mod:`.measure`).
 
 A ReplicaSet's pod template must restart Always (apps/v1 validation); the kubelet here runs no container, so
 that changes nothing a run measures.
