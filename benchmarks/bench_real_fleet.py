@@ -101,7 +101,8 @@ def main() -> int:
         waits = manager.get("queue_waits") or 1
         requests = manager.get("client_requests") or 1
         print(
-            f"  seed {r['seed']}: first create p50 {r['first_create_p50_s']:.2f}s; kube-controller-manager: "
+            f"  seed {r['seed']}: pending p50 {r['pending_p50_s']:.2f}s, first create p50 "
+            f"{r['first_create_p50_s']:.2f}s; kube-controller-manager: "
             f"{manager.get('stale_sync_skips', 0):.0f} stale-informer sync skips, "
             f"{manager.get('queue_retries', 0):.0f} ReplicaSet queue retries, "
             f"{manager.get('queue_wait_sum_s', 0) / waits * 1000:.0f} ms mean ReplicaSet queue wait, "
