@@ -28,7 +28,7 @@ from tests.upstream.pins import COMPONENTS, ETCD, KUBERNETES_COMPONENTS, PINS, P
 
 ASSETS_ENV = "KUBELETEMU_UPSTREAM_ASSETS"
 CACHE_ENV = "KUBELETEMU_UPSTREAM_CACHE"
-_STAMPS = ".build-keys.json"
+STAMPS = ".build-keys.json"
 
 
 class MissingAssetsError(RuntimeError):
@@ -162,7 +162,7 @@ def ensure(
         raise ValueError(f"no Go module for {pin.minor} yet: run python -m tests.upstream.gomod {pin.minor}")
     assets = Assets(bin_dir(pin))
     with _locked(assets.directory):
-        stamps_file = assets.directory / _STAMPS
+        stamps_file = assets.directory / STAMPS
         stamps: dict[str, str] = json.loads(stamps_file.read_text()) if stamps_file.is_file() else {}
         groups = (
             (pin.kubernetes_module_dir, [c for c in wanted if c in KUBERNETES_COMPONENTS], True),
@@ -203,22 +203,23 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         help=f"a pinned minor or release (repeatable; default {max(PINS)}); 'all' for every pin",
     )
-    # The node topology exporters (tests/upstream/exporters.py) are pinned apart from Kubernetes: built
-    # once whatever --version says.
-    from tests.upstream import exporters
+    # The node topology exporters (tests/upstream/exporters.py) and scheduler-plugins' scheduler with its
+    # kube-scheduler (tests/upstream/scheduler_plugins.py) are pinned apart from Kubernetes: built once
+    # whatever --version says.
+    from tests.upstream import exporters, scheduler_plugins
 
+    apart = (*exporters.COMPONENTS, *scheduler_plugins.COMPONENTS)
     parser.add_argument(
         "--components",
-        default=",".join((*COMPONENTS, *exporters.COMPONENTS)),
-        help="comma-separated (default: all of them, the exporters "
-        f"{', '.join(exporters.COMPONENTS)} included)",
+        default=",".join((*COMPONENTS, *apart)),
+        help=f"comma-separated (default: all of them, {', '.join(apart)} included)",
     )
     args = parser.parse_args(argv)
     versions = args.version or [None]
     if "all" in versions:
         versions = list(PINS)
     wanted = [c for c in args.components.split(",") if c]
-    components = [c for c in wanted if c not in exporters.COMPONENTS]
+    components = [c for c in wanted if c not in apart]
     try:
         for version in versions if components else []:
             started = time.monotonic()
@@ -228,6 +229,8 @@ def main(argv: list[str] | None = None) -> int:
         for pin in exporters.PINS:
             if pin.component in wanted:
                 print(exporters.ensure_exporter(pin).parent)
+        if set(wanted) & set(scheduler_plugins.COMPONENTS):
+            print(scheduler_plugins.ensure().directory)
     except (ValueError, MissingAssetsError, subprocess.CalledProcessError) as error:
         _stderr(str(error))
         return 1
@@ -235,4 +238,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # The importable module's main, not this __main__ copy's: the exporters and scheduler-plugins modules
+    # import tests.upstream.build, and their MissingAssetsError must be the class main() catches.
+    from tests.upstream import build
+
+    sys.exit(build.main())

@@ -15,7 +15,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.upstream.pins import ETCD, KUBERNETES_COMPONENTS, PINS, Pin, pin_for
+from tests.upstream.pins import (
+    ETCD,
+    KUBERNETES_COMPONENTS,
+    PINS,
+    SCHEDULER_PLUGINS,
+    Pin,
+    SchedulerPluginsPin,
+    pin_for,
+)
 
 # A staging module in upstream go.mod's require block: "\tk8s.io/api v0.0.0".
 _STAGING_REQUIRE = re.compile(r"^\s+(k8s\.io/[\w.-]+) v0\.0\.0$", re.MULTILINE)
@@ -33,10 +41,24 @@ def upstream_gomod(pin: Pin) -> str:
     return Path(json.loads(out)["GoMod"]).read_text()
 
 
-def kubernetes_gomod(pin: Pin, upstream: str) -> str:
+def _staging_replace(pin: Pin, upstream: str, substitutes: dict[str, str] | None = None) -> list[str]:
+    """The staging modules at the same release (but ``substitutes``' tags, where that one is not served), as
+    scheduler-plugins' go.mod does it: k8s.io/kubernetes requires them at v0.0.0 and replaces them with its
+    own tree (a replace a dependency cannot carry)."""
+    tags = substitutes or {}
     staging = sorted(set(_STAGING_REQUIRE.findall(upstream)))
     if not staging:
         raise ValueError(f"k8s.io/kubernetes v{pin.kubernetes}'s go.mod requires no staging module at v0.0.0")
+    return [
+        "// The staging modules at the same release, as scheduler-plugins' go.mod does it:",
+        "// k8s.io/kubernetes requires them at v0.0.0 and replaces them with its own tree.",
+        "replace (",
+        *(f"\t{module} => {module} {tags.get(module, f'v{pin.staging}')}" for module in staging),
+        ")",
+    ]
+
+
+def kubernetes_gomod(pin: Pin, upstream: str) -> str:
     lines = [
         f"// Kubernetes v{pin.kubernetes}'s commands for the e2e tests; written by tests/upstream/gomod.py.",
         "module kubeletemu.test/upstream/kubernetes",
@@ -47,11 +69,30 @@ def kubernetes_gomod(pin: Pin, upstream: str) -> str:
         "",
         *(f"tool k8s.io/kubernetes/cmd/{command}" for command in KUBERNETES_COMPONENTS),
         "",
-        "// The staging modules at the same release, as scheduler-plugins' go.mod does it:",
-        "// k8s.io/kubernetes requires them at v0.0.0 and replaces them with its own tree.",
-        "replace (",
-        *(f"\t{module} => {module} v{pin.staging}" for module in staging),
+        *_staging_replace(pin, upstream),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def scheduler_plugins_gomod(sp: SchedulerPluginsPin, upstream: str) -> str:
+    """scheduler-plugins' scheduler and kube-scheduler of the Kubernetes release its go.mod requires, in one
+    module so that one `go build` compiles their shared packages once."""
+    lines = [
+        f"// scheduler-plugins v{sp.version}'s scheduler and kube-scheduler v{sp.kubernetes.kubernetes};",
+        "// written by tests/upstream/gomod.py.",
+        "module kubeletemu.test/upstream/scheduler-plugins",
+        "",
+        "go 1.26.0",
+        "",
+        "require (",
+        f"\tk8s.io/kubernetes v{sp.kubernetes.kubernetes}",
+        f"\tsigs.k8s.io/scheduler-plugins v{sp.version}",
         ")",
+        "",
+        "tool sigs.k8s.io/scheduler-plugins/cmd/scheduler",
+        "tool k8s.io/kubernetes/cmd/kube-scheduler",
+        "",
+        *_staging_replace(sp.kubernetes, upstream, dict(sp.substitutes)),
     ]
     return "\n".join(lines) + "\n"
 
@@ -79,9 +120,16 @@ def write_module(directory: Path, gomod: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.upstream.gomod", description=__doc__)
     parser.add_argument(
-        "versions", nargs="*", help=f"minors or pinned releases (default: all of {list(PINS)})"
+        "versions",
+        nargs="*",
+        help=f"minors or pinned releases (default: all of {list(PINS)}), or scheduler-plugins alone",
     )
     args = parser.parse_args(argv)
+    if args.versions == ["scheduler-plugins"]:
+        sp = SCHEDULER_PLUGINS
+        write_module(sp.module_dir, scheduler_plugins_gomod(sp, upstream_gomod(sp.kubernetes)))
+        print(f"wrote {sp.module_dir}/go.mod and go.sum", file=sys.stderr)
+        return 0
     pins = [pin_for(v) for v in args.versions] if args.versions else list(PINS.values())
     for pin in pins:
         write_module(pin.kubernetes_module_dir, kubernetes_gomod(pin, upstream_gomod(pin)))
