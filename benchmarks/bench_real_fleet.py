@@ -1,11 +1,14 @@
 """The fleet checked against the real thing: a Fleet file on a real cluster and through ``kubeletemu fleet``.
 
 Run: python benchmarks/bench_real_fleet.py [--fleet FILE] [--scheduler default] [--seeds 1 2 3 4 5]
+                                           [--kube-scheduler 1.34]
                                            [--version 1.37] [-o json]
 
 The real side (``tests/realfleet``): etcd, kube-apiserver and kube-controller-manager of the pinned release
 (built on first use, or from ``KUBELETEMU_UPSTREAM_ASSETS``), the file's nodes as ``kubeletemu nodes``, and
-for each seed a fresh real kube-scheduler; the seed's arrivals (the fleet's own seeded stream) become
+for each seed a fresh real kube-scheduler (``--kube-scheduler 1.34``: kube-scheduler v1.34.7, built with
+scheduler-plugins by tests/upstream/scheduler_plugins.py, against the same API server, and the fleet's
+queue at 1.34); the seed's arrivals (the fleet's own seeded stream) become
 ReplicaSets of one replica, created at their arrival times. The simulated side runs the same configurations
 through the fleet's engine. Each measure is the mean with a 95 % interval over the seeds (the fleet's
 statistics), real beside simulated; a row agrees when the intervals overlap. Then the simulation again with
@@ -18,6 +21,7 @@ time, so a busy machine shows in its latencies).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -29,9 +33,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from kubeletemu.fleet.spec import load_fleet
 from tests.realfleet import compare
 from tests.realfleet.cluster import RealCluster, SchedulerSetup
-from tests.upstream import build
+from tests.upstream import build, scheduler_plugins
 
 DEFAULT_FLEET = Path(__file__).resolve().parents[1] / "tests" / "realfleet" / "fleet-small.yaml"
+KUBE_SCHEDULER_1_34 = "1.34"
 CLUSTER = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
 
 
@@ -39,6 +44,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fleet", type=Path, default=DEFAULT_FLEET)
     parser.add_argument("--scheduler", default="default", help="the file's scheduler (setup) to compare")
+    parser.add_argument(
+        "--kube-scheduler", choices=("newest", KUBE_SCHEDULER_1_34), default="newest",
+        help="the real kube-scheduler: the control plane's, or v1.34.7 (the fleet's queue at 1.34 then)",
+    )  # fmt: skip
     parser.add_argument("--seeds", type=int, nargs="*", help="default: the file's matrix.seeds")
     parser.add_argument(
         "--version", help="the pinned Kubernetes minor of the real components (default newest)"
@@ -56,6 +65,15 @@ def main() -> int:
 
     spec = load_fleet(options.fleet)
     configs = compare.configurations(spec, options.scheduler, options.seeds)
+    setup = SchedulerSetup(f"kube-scheduler-{options.scheduler}")
+    label = options.scheduler
+    if options.kube_scheduler == KUBE_SCHEDULER_1_34:
+        older = scheduler_plugins.ensure()
+        setup = SchedulerSetup(setup.name, older.path(scheduler_plugins.KUBE_SCHEDULER))
+        configs = [dataclasses.replace(c, scheduler_version=KUBE_SCHEDULER_1_34) for c in configs]
+        label = (
+            f"{options.scheduler}, kube-scheduler {scheduler_plugins.SCHEDULER_PLUGINS.kubernetes.kubernetes}"
+        )
     load_before = os.getloadavg()
     started = time.monotonic()
     assets = build.ensure(options.version, CLUSTER)
@@ -65,7 +83,7 @@ def main() -> int:
     try:
         for config in configs:
             print(f"real run {config.name} ...", file=sys.stderr, flush=True)
-            real.append(cluster.run(config, SchedulerSetup(f"kube-scheduler-{options.scheduler}")))
+            real.append(cluster.run(config, setup))
     finally:
         cluster.stop(options.logs)
     real_wall = time.monotonic() - started
@@ -77,8 +95,8 @@ def main() -> int:
     else:
         for r in real:
             r.pop("trace")
-    rows = compare.rows(options.scheduler, real, simulated)
-    calibrated_rows = compare.rows(f"{options.scheduler}, real latencies", real, calibrated)
+    rows = compare.rows(label, real, simulated)
+    calibrated_rows = compare.rows(f"{label}, real latencies", real, calibrated)
     if options.output == "json":
         out = {
             "real": real,
@@ -92,7 +110,7 @@ def main() -> int:
     print(f"{options.fleet}: scheduler {options.scheduler}, real components {version}, seeds "
           f"{[c.seed for c in configs]}")  # fmt: skip
     print(compare.table([*rows, *calibrated_rows]))
-    print(compare.per_seed(options.scheduler, real, simulated))
+    print(compare.per_seed(label, real, simulated))
     print(compare.per_seed("with the real latencies", real, calibrated))
     latencies = ", ".join(f"{r['bind_to_running_p50_s']:.2f}s / {r['replacement_p50_s']:.2f}s" for r in real)
     print(f"real latencies per seed (bind to Running p50 / Failed to replacement p50): {latencies}")
