@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from tests.upstream import build, exporters
+from tests.upstream import build, exporters, scheduler_plugins, schedulers
 from tests.upstream.controlplane import ControlPlane, Process
 from tests.upstream.pins import COMPONENTS
 
@@ -45,11 +46,14 @@ def control_plane(upstream_assets: build.Assets) -> Iterator[ControlPlane]:
 def kube_scheduler(control_plane: ControlPlane) -> Iterator[Process]:
     """The default kube-scheduler, no leader election."""
     build.ensure(os.environ.get(VERSION_ENV), ["kube-scheduler"])
-    process = control_plane.start_scheduler()
+    yield from _running(control_plane, control_plane.start_scheduler())
+
+
+def _running(plane: ControlPlane, process: Process) -> Iterator[Process]:
     try:
         yield process
     finally:
-        control_plane.stop_process(process)
+        plane.stop_process(process)
 
 
 @pytest.fixture(scope="session")
@@ -57,11 +61,7 @@ def kube_controller_manager(control_plane: ControlPlane) -> Iterator[Process]:
     """kube-controller-manager with its default controllers (the node lifecycle controller among them, which
     lifts the not-ready taint of a node that reports Ready, and the service-account controller)."""
     build.ensure(os.environ.get(VERSION_ENV), ["kube-controller-manager"])
-    process = control_plane.start_controller_manager()
-    try:
-        yield process
-    finally:
-        control_plane.stop_process(process)
+    yield from _running(control_plane, control_plane.start_controller_manager())
 
 
 @pytest.fixture(scope="session")
@@ -69,3 +69,63 @@ def exporter_binaries() -> exporters.ExporterBinaries:
     """resource-topology-exporter and nfd-topology-updater, built if absent (tests/upstream/exporters.py),
     and the NodeResourceTopology CRD of the noderesourcetopology-api module."""
     return exporters.ensure_all()
+
+
+@pytest.fixture(scope="session")
+def nrt_crd(control_plane: ControlPlane) -> None:
+    """The NodeResourceTopology CRD of the noderesourcetopology-api module RTE is built with, Established."""
+    control_plane.kubectl("apply", "-f", str(exporters.crd_path()))
+    control_plane.kubectl(
+        "wait",
+        "--for=condition=Established",
+        "crd/noderesourcetopologies.topology.node.k8s.io",
+        "--timeout=60s",
+    )
+
+
+@pytest.fixture(scope="session")
+def scheduler_plugins_assets() -> build.Assets:
+    """scheduler-plugins' scheduler and the kube-scheduler of its Kubernetes release (one `go build`)."""
+    return scheduler_plugins.ensure()
+
+
+def _start_configured(
+    plane: ControlPlane, binary: Path, name: str, config: dict[str, object]
+) -> Iterator[Process]:
+    path = schedulers.write(config, plane.workdir / f"{name}.config.json")
+    yield from _running(plane, plane.start_scheduler([f"--config={path}"], binary=binary, name=name))
+
+
+@pytest.fixture(scope="session")
+def nrt_scheduler(
+    control_plane: ControlPlane, nrt_crd: None, scheduler_plugins_assets: build.Assets
+) -> Iterator[Process]:
+    """scheduler-plugins' scheduler, profile ``nrt-passthrough``: NodeResourceTopologyMatch at filter and
+    score, no cache (it reads each NodeResourceTopology as last written)."""
+    config = schedulers.nrt_config(control_plane.kubeconfig, schedulers.NRT_PASSTHROUGH)
+    binary = scheduler_plugins_assets.path(scheduler_plugins.SCHEDULER)
+    yield from _start_configured(control_plane, binary, schedulers.NRT_PASSTHROUGH, config)
+
+
+@pytest.fixture(scope="session")
+def nrt_scheduler_overreserve(
+    control_plane: ControlPlane, nrt_crd: None, scheduler_plugins_assets: build.Assets
+) -> Iterator[Process]:
+    """scheduler-plugins' scheduler, profile ``nrt-overreserve``: NodeResourceTopologyMatch at filter, score,
+    reserve and postBind with the overreserve cache (resync every schedulers.RESYNC_SECONDS)."""
+    config = schedulers.nrt_config(
+        control_plane.kubeconfig, schedulers.NRT_OVERRESERVE, cache_resync_seconds=schedulers.RESYNC_SECONDS
+    )
+    binary = scheduler_plugins_assets.path(scheduler_plugins.SCHEDULER)
+    yield from _start_configured(control_plane, binary, schedulers.NRT_OVERRESERVE, config)
+
+
+@pytest.fixture(scope="session")
+def kube_scheduler_second(
+    control_plane: ControlPlane, scheduler_plugins_assets: build.Assets
+) -> Iterator[Process]:
+    """kube-scheduler of scheduler-plugins' Kubernetes release (1.34), the default plugins under the
+    schedulerName ``scheduler_plugins.KUBE_SCHEDULER`` (the default name is the newest kube-scheduler's)."""
+    name = scheduler_plugins.KUBE_SCHEDULER
+    config = schedulers.default_config(control_plane.kubeconfig, name)
+    yield from _start_configured(control_plane, scheduler_plugins_assets.path(name), name, config)

@@ -39,15 +39,8 @@ def sysfs_tree(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 @pytest.fixture(scope="module")
-def crd(control_plane: ControlPlane, exporter_binaries: ExporterBinaries) -> None:
-    """The NodeResourceTopology CRD from the noderesourcetopology-api module RTE is built with."""
-    control_plane.kubectl("apply", "-f", str(exporter_binaries.crd))
-    control_plane.kubectl(
-        "wait",
-        "--for=condition=Established",
-        "crd/noderesourcetopologies.topology.node.k8s.io",
-        "--timeout=60s",
-    )
+def crd(nrt_crd: None) -> None:
+    """The NodeResourceTopology CRD (the session's, conftest.nrt_crd)."""
 
 
 def _namespaces(plane: ControlPlane) -> None:
