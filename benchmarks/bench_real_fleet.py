@@ -30,10 +30,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kubeletemu.fleet.spec import load_fleet
+from kubeletemu.fleet.spec import OVERRESERVE, ConfigurationSpec, load_fleet
+from kubeletemu.fleet.stats import base_name
 from tests.realfleet import compare
 from tests.realfleet.cluster import RealCluster, SchedulerSetup
-from tests.upstream import build, scheduler_plugins
+from tests.upstream import build, exporters, scheduler_plugins, schedulers
 
 DEFAULT_FLEET = Path(__file__).resolve().parents[1] / "tests" / "realfleet" / "fleet-small.yaml"
 KUBE_SCHEDULER_1_34 = "1.34"
@@ -74,16 +75,20 @@ def main() -> int:
         label = (
             f"{options.scheduler}, kube-scheduler {scheduler_plugins.SCHEDULER_PLUGINS.kubernetes.kubernetes}"
         )
+    # scheduler-plugins' NodeResourceTopologyMatch: its scheduler, and an RTE per node.
+    topology_aware = configs[0].nrt_match_args() is not None
+    rte = exporters.ensure_all().rte if topology_aware else None
     load_before = os.getloadavg()
     started = time.monotonic()
     assets = build.ensure(options.version, CLUSTER)
     node_names = [f"{g.name}-{i:03d}" for g in spec.node_groups for i in range(g.count)]
-    cluster = RealCluster.start(assets, options.fleet, node_names, options.manager_arg)
+    cluster = RealCluster.start(assets, options.fleet, node_names, options.manager_arg, rte)
     real = []
     try:
         for config in configs:
             print(f"real run {config.name} ...", file=sys.stderr, flush=True)
-            real.append(cluster.run(config, setup))
+            chosen = _nrt_setup(cluster, config) if topology_aware else setup
+            real.append(cluster.run(config, chosen))
     finally:
         cluster.stop(options.logs)
     real_wall = time.monotonic() - started
@@ -95,8 +100,14 @@ def main() -> int:
     else:
         for r in real:
             r.pop("trace")
-    rows = compare.rows(label, real, simulated)
-    calibrated_rows = compare.rows(f"{label}, real latencies", real, calibrated)
+    rows, calibrated_rows = [], []
+    for name in dict.fromkeys(base_name(c.name) for c in configs):
+        chosen = [i for i, c in enumerate(configs) if base_name(c.name) == name]
+        shown = label if len(chosen) == len(configs) else base_name(name)
+        rows += compare.rows(shown, [real[i] for i in chosen], [simulated[i] for i in chosen])
+        calibrated_rows += compare.rows(
+            f"{shown}, real latencies", [real[i] for i in chosen], [calibrated[i] for i in chosen]
+        )
     if options.output == "json":
         out = {
             "real": real,
@@ -131,6 +142,19 @@ def main() -> int:
         f"{', '.join(f'{v:.1f}' for v in load_before)}, after {', '.join(f'{v:.1f}' for v in load_after)}"
     )
     return 0
+
+
+def _nrt_setup(cluster: RealCluster, config: ConfigurationSpec) -> SchedulerSetup:
+    """scheduler-plugins' scheduler with one NodeResourceTopologyMatch profile (tests/upstream/schedulers.py):
+    the overreserve cache with the configuration's resync period, or none (passthrough)."""
+    resync = int(config.resync_period_s or 0) if config.cache == OVERRESERVE else 0
+    profile = schedulers.NRT_OVERRESERVE if resync else schedulers.NRT_PASSTHROUGH
+    path = cluster.plane.workdir / f"{profile}.config.json"
+    schedulers.write(
+        schedulers.nrt_config(cluster.plane.kubeconfig, profile, cache_resync_seconds=resync), path
+    )
+    binary = scheduler_plugins.ensure().path(scheduler_plugins.SCHEDULER)
+    return SchedulerSetup(profile, binary, (f"--config={path}",), profile)
 
 
 def _lean(result: dict[str, object]) -> dict[str, object]:

@@ -19,14 +19,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kubeletemu.fleet.spec import ConfigurationSpec
+from hostprobe.synthetic import write_tree
+from kubeletemu.fleet.spec import ConfigurationSpec, load_fleet
 from kubeletemu.nodes.api import ApiError, ApiServer, load_kubeconfig
+from tests.e2e import exporters as ex
 from tests.e2e.test_nodes import NodesProcess
+from tests.e2e.test_scheduler_plugins import PodresourcesNodes
 from tests.realfleet.measure import RealRun
 from tests.upstream.build import Assets
 from tests.upstream.controlplane import METRICS_OPEN, ControlPlane, Process, read_metrics
+from tests.upstream.exporters import crd_path
 
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+NRT = "noderesourcetopologies.topology.node.k8s.io"
+RTE_METHOD = "with-exclusive-resources"  # RTE's default pod-set fingerprint method
 DEFAULT_SCHEDULER = "default-scheduler"
 WAIT_S = 180.0
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{([^}]*)\})?\s+(\S+)$", re.M)
@@ -76,28 +82,71 @@ class RealCluster:
 
     def __init__(self, plane: ControlPlane, nodes: NodesProcess, manager: Process) -> None:
         self.plane, self.nodes, self.manager = plane, nodes, manager
+        self.exporters: list[ex.Exporter] = []
         self.runs = 0
 
     @classmethod
     def start(
-        cls, assets: Assets, fleet_file: Path, node_names: Sequence[str], manager_args: Sequence[str] = ()
+        cls,
+        assets: Assets,
+        fleet_file: Path,
+        node_names: Sequence[str],
+        manager_args: Sequence[str] = (),
+        rte: Path | None = None,
     ) -> RealCluster:
+        """``rte``: resource-topology-exporter's binary, one per node on its podresources socket (the
+        NodeResourceTopology CRD installed first), for the topology-aware setups."""
         plane = ControlPlane.start(assets)
         try:
             manager = plane.start_controller_manager([METRICS_OPEN, *manager_args])
             state = Path(tempfile.mkdtemp(prefix="kubeletemu-realfleet-", dir=plane.workdir))
-            nodes = NodesProcess(fleet_file, plane.kubeconfig, state / "nodes").start()
+            sockets = Path(tempfile.mkdtemp(prefix="rf-", dir="/tmp"))  # socket paths stay under 107 bytes
+            nodes: NodesProcess = (
+                PodresourcesNodes(fleet_file, plane.kubeconfig, state / "nodes", sockets)
+                if rte is not None
+                else NodesProcess(fleet_file, plane.kubeconfig, state / "nodes")
+            ).start()
             cluster = cls(plane, nodes, manager)
-            cluster._wait(
-                f"nodes {', '.join(node_names)} Ready and schedulable", lambda: cluster._ready(node_names)
-            )
+            cluster._wait("every node Ready and schedulable", lambda: cluster._ready(node_names))
+            if rte is not None:
+                cluster._start_exporters(rte, fleet_file, state, sockets)
             return cluster
         except BaseException:
             plane.stop()
             raise
 
+    def _start_exporters(self, binary: Path, fleet_file: Path, state: Path, sockets: Path) -> None:
+        """An RTE per node (tests/e2e/exporters.py), reading the node's podresources socket, its group's
+        KubeletConfiguration and a sysfs tree of its group's synthetic shape; every one has published before
+        a run starts."""
+        self.plane.kubectl("apply", "-f", str(crd_path()))
+        self.plane.kubectl("wait", "--for=condition=Established", f"crd/{NRT}", "--timeout=60s")
+        for group in load_fleet(fleet_file).node_groups:
+            if group.topology.synthetic is None:
+                raise ValueError(f"node group {group.name}: RTE here needs a synthetic topology")
+            sysfs_root, _ = write_tree(state / f"host-{group.name}", group.topology.synthetic)
+            config = ex.write_kubelet_config(group.config_text, state / f"kubelet-{group.name}.yaml")
+            for index in range(group.count):
+                name = f"{group.name}-{index:03d}"
+                files = ex.NodeFiles(
+                    name, sockets / name / "kubelet.sock", state / "nodes" / name, config, sysfs_root
+                )
+                (state / name).mkdir()
+                exporter = ex.rte(binary, files, self.plane.kubeconfig, state / name, RTE_METHOD)
+                self.exporters.append(exporter.start())
+        self._wait("every RTE published", self._published)
+
+    def _published(self) -> bool:
+        for exporter in self.exporters:
+            if not exporter.running():
+                raise RuntimeError(f"an RTE exited:\n{exporter.tail()}")
+        items = self.plane.get_json(NRT).get("items")
+        return isinstance(items, list) and len(items) >= len(self.exporters)
+
     def stop(self, keep_logs: Path | None = None) -> None:
         """Stops everything; ``keep_logs``: copy the components' logs there first."""
+        for exporter in self.exporters:
+            exporter.stop()
         self.nodes.stop()
         if keep_logs is not None:
             keep_logs.mkdir(parents=True, exist_ok=True)
