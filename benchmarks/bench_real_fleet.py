@@ -92,14 +92,14 @@ def main() -> int:
     finally:
         cluster.stop(options.logs)
     real_wall = time.monotonic() - started
-    simulated = compare.simulate(configs)
-    calibrated = compare.simulate([compare.calibrated(c, r) for c, r in zip(configs, real, strict=True)])
-    load_after = os.getloadavg()
-    if options.trace:
+    if options.trace:  # the real runs are kept before the simulations, which can take long
         options.trace.write_text(json.dumps({r["name"]: r.pop("trace") for r in real}))
     else:
         for r in real:
             r.pop("trace")
+    simulated = compare.simulate(configs)
+    calibrated = compare.simulate([compare.calibrated(c, r) for c, r in zip(configs, real, strict=True)])
+    load_after = os.getloadavg()
     rows, calibrated_rows = [], []
     for name in dict.fromkeys(base_name(c.name) for c in configs):
         chosen = [i for i, c in enumerate(configs) if base_name(c.name) == name]

@@ -63,11 +63,14 @@ def calibrated(config: ConfigurationSpec, real: Mapping[str, Any]) -> Configurat
     the start-up latency a bound pod took to Running, and the ReplicaSet's reaction to a Failed pod split
     evenly between its informer and its sync. What still differs then is not these latencies."""
     startup = Distribution(FIXED, float(real["bind_to_running_p50_s"]))
-    half = float(real["replacement_p50_s"]) / 2
+    replica_set = config.controllers.replica_set
+    if real["replacements"]:  # else nothing was measured: the file's delays (0 would replace in no time)
+        half = float(real["replacement_p50_s"]) / 2
+        replica_set = ReplicaSetSpec(half, half)
     return dataclasses.replace(
         config,
         workload=dataclasses.replace(config.workload, startup_latency=startup),
-        controllers=dataclasses.replace(config.controllers, replica_set=ReplicaSetSpec(half, half)),
+        controllers=dataclasses.replace(config.controllers, replica_set=replica_set),
     )
 
 
