@@ -50,6 +50,7 @@ class Process:
     name: str
     popen: subprocess.Popen[bytes]
     log: Path
+    port: int = 0  # its secure port (health and metrics), for the components that serve one
 
     @classmethod
     def start(cls, name: str, argv: Sequence[str | Path], log_dir: Path) -> Process:
@@ -115,6 +116,19 @@ def _insecure_context() -> ssl.SSLContext:
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
     return context
+
+
+def read_metrics(process: Process, timeout: float = 10.0) -> str:
+    """A component's Prometheus text from its secure port (``/metrics`` must be in its
+    ``--authorization-always-allow-paths``, as :data:`METRICS_OPEN` puts it)."""
+    url = f"https://127.0.0.1:{process.port}/metrics"
+    with urllib.request.urlopen(url, timeout=timeout, context=_insecure_context()) as response:
+        text: str = response.read().decode()
+        return text
+
+
+# The flag that lets a scraper without credentials read a component's /metrics (and its health checks).
+METRICS_OPEN = "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics"
 
 
 @dataclass
@@ -251,6 +265,7 @@ class ControlPlane:
             ],
             self.workdir,
         )
+        process.port = port
         self.processes.append(process)
         try:
             _wait_healthy(process, f"https://127.0.0.1:{port}/healthz", _insecure_context(), timeout)
