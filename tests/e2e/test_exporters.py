@@ -45,11 +45,7 @@ def crd(nrt_crd: None) -> None:
 
 def _namespaces(plane: ControlPlane) -> None:
     for namespace in sorted({p["metadata"]["namespace"] for p in PODS}):
-        if plane.kubectl("get", "namespace", namespace, check=False).returncode != 0:
-            plane.kubectl("create", "namespace", namespace)
-        # The ServiceAccount admission plugin wants the pods' account; no controller manager makes it here.
-        if plane.kubectl("get", "serviceaccount", "default", "-n", namespace, check=False).returncode != 0:
-            plane.kubectl("create", "serviceaccount", "default", "-n", namespace)
+        plane.namespace_with_account(namespace)
 
 
 @pytest.fixture

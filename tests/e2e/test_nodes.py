@@ -133,19 +133,8 @@ def cluster(
     service account exists. The API server's TaintNodesByCondition admission gives every new Node the
     not-ready NoSchedule taint; the controller manager's node lifecycle controller lifts it once the node
     reports Ready, as in any cluster (without it the scheduler never binds)."""
-    namespace_with_account(control_plane, NAMESPACE)
+    control_plane.namespace_with_account(NAMESPACE)
     return control_plane
-
-
-def namespace_with_account(plane: ControlPlane, namespace: str) -> None:
-    """``namespace`` and its default service account (the ServiceAccount admission plugin wants it)."""
-    for args in (
-        ("create", "namespace", namespace),
-        ("-n", namespace, "create", "serviceaccount", "default"),
-    ):
-        result = plane.kubectl(*args, check=False)
-        # The controller manager's service-account controller may have made it first.
-        assert result.returncode == 0 or "already exists" in result.stderr.lower(), result.stderr
 
 
 @pytest.fixture

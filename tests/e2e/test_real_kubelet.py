@@ -159,8 +159,7 @@ class ApiPods:
         self, kubelet: StandaloneKubelet, plane: ControlPlane, namespace: str = API_NAMESPACE
     ) -> None:
         self.kubelet, self.plane, self.namespace = kubelet, plane, namespace
-        plane.kubectl("create", "namespace", namespace)
-        plane.kubectl("-n", namespace, "create", "serviceaccount", "default")
+        plane.namespace_with_account(namespace)
 
     def as_kubelet_has_it(self, manifest: dict[str, Any]) -> dict[str, Any]:
         spec = {**manifest["spec"], "nodeName": NODE_NAME, "automountServiceAccountToken": False}

@@ -37,7 +37,6 @@ from tests.e2e.test_nodes import (
     REFUSAL,
     NodesProcess,
     get,
-    namespace_with_account,
     nodes_file,
     wait_for,
 )
@@ -81,7 +80,7 @@ class PodresourcesNodes(NodesProcess):
 @pytest.fixture(scope="module")
 def nrt_cluster(control_plane: ControlPlane, kube_controller_manager: Process, nrt_crd: None) -> ControlPlane:
     """The control plane with the controller manager (it lifts the new nodes' not-ready taint) and the CRD."""
-    namespace_with_account(control_plane, NAMESPACE)
+    control_plane.namespace_with_account(NAMESPACE)
     return control_plane
 
 

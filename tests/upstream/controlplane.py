@@ -291,6 +291,18 @@ class ControlPlane:
             timeout=timeout,
         )
 
+    def namespace_with_account(self, namespace: str) -> None:
+        """``namespace`` and its ``default`` service account (the ServiceAccount admission plugin wants the
+        pods' account). Either may exist already: the controller manager's service-account controller,
+        when a test of this worker started one, makes the account as soon as the namespace appears."""
+        for args in (
+            ("create", "namespace", namespace),
+            ("-n", namespace, "create", "serviceaccount", "default"),
+        ):
+            result = self.kubectl(*args, check=False)
+            if result.returncode != 0 and "already exists" not in result.stderr.lower():
+                raise subprocess.CalledProcessError(result.returncode, args, result.stdout, result.stderr)
+
     def get_json(self, *args: str) -> dict[str, object]:
         result: dict[str, object] = json.loads(self.kubectl("get", "-o", "json", *args).stdout)
         return result

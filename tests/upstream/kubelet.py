@@ -219,7 +219,7 @@ class StandaloneKubelet:
         with urllib.request.urlopen(
             f"https://127.0.0.1:{self.port}/pods", timeout=10, context=context
         ) as reply:
-            items = json.load(reply)["items"]
+            items = json.load(reply)["items"] or []  # null while the kubelet has no pod
         pods = {}
         for item in items:
             status = item.get("status", {})
