@@ -7,11 +7,13 @@ Scalars bound for string fields are converted the way ``sigs.k8s.io/yaml`` conve
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 from kubeletemu.config.errors import ConfigError
+
+E = TypeVar("E", bound=Exception)
 
 
 class Reporter(Protocol):
@@ -21,13 +23,22 @@ class Reporter(Protocol):
 
 
 @dataclass(frozen=True)
-class Where:
-    """The document being read: ``file`` or ``file (document 2)``."""
+class SourceReporter(Generic[E]):
+    """The document being read (``file`` or ``file (document 2)``), whose problems raise ``kind``:
+    ``source: path: problem``."""
 
     source: str
+    kind: Callable[[str], E]
 
-    def error(self, path: str, problem: str) -> ConfigError:
-        return ConfigError(f"{self.source}: {path}: {problem}" if path else f"{self.source}: {problem}")
+    def error(self, path: str, problem: str) -> E:
+        return self.kind(f"{self.source}: {path}: {problem}" if path else f"{self.source}: {problem}")
+
+
+@dataclass(frozen=True)
+class Where(SourceReporter[ConfigError]):
+    """A config file being read: its problems are :class:`ConfigError`."""
+
+    kind: Callable[[str], ConfigError] = ConfigError
 
 
 def _type_name(value: Any) -> str:

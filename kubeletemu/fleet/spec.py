@@ -98,7 +98,7 @@ import dataclasses
 import json
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -196,11 +196,8 @@ class FleetError(ValueError):
 
 
 @dataclass(frozen=True)
-class _Where:
-    source: str
-
-    def error(self, path: str, problem: str) -> FleetError:
-        return FleetError(f"{self.source}: {path}: {problem}" if path else f"{self.source}: {problem}")
+class _Where(read.SourceReporter[FleetError]):
+    kind: Callable[[str], FleetError] = FleetError
 
 
 # ---- what a worker receives ---------------------------------------------------------------------------

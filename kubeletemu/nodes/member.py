@@ -48,6 +48,7 @@ import structlog
 from kubeletemu.checkpointmanager import CheckpointWriter, PendingWrites, deferred_writes
 from kubeletemu.emulator import AdmissionReport, EmulatorError, NodeEmulator, PodNotFoundError
 from kubeletemu.fleet.workload import stable_seed
+from kubeletemu.lifecycle.preemption import PREEMPTED_MESSAGE, PREEMPTED_REASON
 from kubeletemu.manifest import ManifestError, pod_from_manifest
 from kubeletemu.nodes import objects
 from kubeletemu.nodes.api import MERGE, ApiError, ApiServer, Unreachable
@@ -114,6 +115,7 @@ class MemberStats:
     admitted: int = 0
     rejected: int = 0
     released: int = 0
+    preempted: int = 0
     status_writes: int = 0
     lease_renewals: int = 0
     reconnects: int = 0
@@ -364,6 +366,8 @@ class NodeMember:
             return
         qos = self._qos(raw, report)
         durable = self._persist(pending)  # a refusal may have rewritten a file too: disk follows memory
+        for victim in report.preempted:
+            self._preempted(victim.uid, by=_key(raw))
         if report.admitted:
             self.stats.admitted += 1
             log.info("pod admitted", node=self.name, pod=_key(raw), uid=uid)
@@ -375,6 +379,29 @@ class NodeMember:
         self._rejected.add(uid)
         log.info("pod rejected", node=self.name, pod=_key(raw), reason=report.reason, message=report.message)
         self._spawn(uid, self._reject(raw, qos, report))
+
+    def _preempted(self, uid: str, *, by: str) -> None:
+        """A victim of the critical pod's admission (the emulator already released it): its containers are
+        killed, a ``Preempting`` Warning Event is recorded and its status written Failed; the object stays
+        (the kubelet does not delete it: its controller replaces it). Never admitted here again."""
+        task = self._tasks.pop(uid, None)
+        if task is not None:
+            task.cancel()
+        self.stats.preempted += 1
+        self._rejected.add(uid)
+        raw = next((r for r in self.pods.pods_on(self.name) if str(_meta(r).get("uid")) == uid), None)
+        log.info("pod preempted", node=self.name, uid=uid, by=by)
+        if raw is not None:
+            self._spawn(uid, self._write_preempted(raw, self._qos(raw)))
+
+    async def _write_preempted(self, raw: JSON, qos: str) -> None:
+        now = self.clock()
+        event = objects.warning_event(raw, self.name, PREEMPTED_REASON, PREEMPTED_MESSAGE, now)
+        namespace = _meta(raw).get("namespace", "default")
+        self._background_task(self._post_event(f"/api/v1/namespaces/{namespace}/events", event))
+        shown = (raw.get("status") or {}).get("startTime")
+        started = _parse_time(shown) if shown else now
+        await self._write_status(raw, self.statuses.preempted(raw, qos, started, now))
 
     def _qos(self, raw: Mapping[str, Any], report: AdmissionReport | None = None) -> str:
         shown = (raw.get("status") or {}).get("qosClass")
@@ -463,7 +490,7 @@ class NodeMember:
 
     async def _reject(self, raw: JSON, qos: str, report: AdmissionReport) -> None:
         now = self.clock()
-        event = objects.rejection_event(raw, self.name, report.reason, report.message, now)
+        event = objects.warning_event(raw, self.name, report.reason, report.message, now)
         namespace = _meta(raw).get("namespace", "default")
         self._background_task(self._post_event(f"/api/v1/namespaces/{namespace}/events", event))
         await self._write_status(raw, objects.rejected_status(qos, report.reason, report.message, now))

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubeletemu import __version__
+from kubeletemu.lifecycle.preemption import PREEMPTED_MESSAGE, PREEMPTED_REASON
 from kubeletemu.memorymanager.quantity_format import QuantityFormat, canonical_string
 from kubeletemu.node_allocatable import EPHEMERAL_STORAGE, HUGEPAGES_PREFIX, MEMORY, NodeAllocatable
 from kubeletemu.quantity import Quantity
@@ -39,6 +40,8 @@ JSON = dict[str, Any]
 LEASE_NAMESPACE = "kube-node-lease"
 KUBELET_PORT = 10250  # the kubelet's default --port, what daemonEndpoints advertises
 REJECTED_PREFIX = "Pod was rejected: "
+# The condition evictPodsToFreeRequests adds to a victim (v1.37.2).
+PREEMPTED_CONDITION_MESSAGE = "Pod was preempted by Kubelet to accommodate a critical pod."
 # kubelet_node_status.go's conditions while the node is healthy: type, reason, message.
 NODE_CONDITIONS = (
     ("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
@@ -317,6 +320,37 @@ class PodWriter:
         ]
         return self._stamp(pod, status)
 
+    def preempted(
+        self, pod: Mapping[str, Any], qos: str, started: datetime.datetime, now: datetime.datetime
+    ) -> JSON:
+        """A victim of the kubelet's critical-pod preemption (``evictPodsToFreeRequests`` in
+        ``pkg/kubelet/preemption/preemption.go``, v1.37.2): ``killPodFunc``'s status function sets phase
+        ``Failed``, reason ``Preempting`` and its message, and a ``DisruptionTarget`` condition
+        (``TerminationByKubelet``); the status generator gives a Failed pod Ready and ContainersReady False
+        with ``PodFailed`` (``pkg/kubelet/status/generate.go``). Its emulated containers exit at once, 0."""
+        stamp = rfc3339(now)
+        uid = str(_meta(pod).get("uid", ""))
+        failed = {"status": "False", "reason": "PodFailed", "message": None, "lastTransitionTime": stamp}
+        status = self._base("Failed", qos, started)
+        status.update(reason=PREEMPTED_REASON, message=PREEMPTED_MESSAGE)
+        status["conditions"] = [
+            *self._sandbox(stamp, "pod sandbox is not ready"),
+            {"type": "Initialized", "status": "True", "reason": None, "lastTransitionTime": stamp},
+            {"type": "Ready", **failed},
+            {"type": "ContainersReady", **failed},
+            {
+                "type": "DisruptionTarget",
+                "status": "True",
+                "reason": "TerminationByKubelet",
+                "message": PREEMPTED_CONDITION_MESSAGE,
+                "lastTransitionTime": stamp,
+            },
+        ]
+        status["containerStatuses"] = [
+            _completed(c, uid, rfc3339(started), stamp, ready=False) for c in _containers(pod, "containers")
+        ]
+        return self._stamp(pod, status)
+
 
 def _bool(value: bool) -> str:
     return "True" if value else "False"
@@ -400,7 +434,7 @@ def rejected_status(qos: str, reason: str, message: str, now: datetime.datetime)
     }
 
 
-def rejection_event(
+def warning_event(
     pod: Mapping[str, Any], node: str, reason: str, message: str, now: datetime.datetime
 ) -> JSON:
     """``recorder.Eventf(pod, Warning, reason, message)`` from the kubelet's event source."""

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -70,11 +70,8 @@ class NodesError(ValueError):
 
 
 @dataclass(frozen=True)
-class _Where:
-    source: str
-
-    def error(self, path: str, problem: str) -> NodesError:
-        return NodesError(f"{self.source}: {path}: {problem}" if path else f"{self.source}: {problem}")
+class _Where(read.SourceReporter[NodesError]):
+    kind: Callable[[str], NodesError] = NodesError
 
 
 @dataclass(frozen=True)

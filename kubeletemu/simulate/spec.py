@@ -98,11 +98,8 @@ class LiveSimulation:
 
 
 @dataclass(frozen=True)
-class _Where:
-    source: str
-
-    def error(self, path: str, problem: str) -> SimulationError:
-        return SimulationError(f"{self.source}: {path}: {problem}" if path else f"{self.source}: {problem}")
+class _Where(read.SourceReporter[SimulationError]):
+    kind: Callable[[str], SimulationError] = SimulationError
 
 
 def load_simulation(path: str | os.PathLike[str]) -> Simulation:

@@ -55,6 +55,7 @@ KUBELET_CONFIG = {
 TOPOLOGY = {"synthetic": {"sockets": 2, "coresPerSocket": 4, "threadsPerCore": 2, "nodesPerSocket": 1,
                           "memoryGiBPerNode": 16}}  # fmt: skip
 REFUSAL = "Pod was rejected: Resources cannot be allocated with Topology locality"
+PREEMPTED_MESSAGE = "Preempted in order to admit critical pod"  # the kubelet's, pkg/kubelet/preemption
 
 
 def wait_for(what: str, probe: Callable[[], Any], timeout: float = WAIT) -> Any:
@@ -324,6 +325,41 @@ def test_a_restart_loses_nothing(cluster: ControlPlane, start_nodes: Callable[..
     # And what the dropped pod held is free again: 7 CPUs on NUMA node 0.
     create(cluster, pod(f"{group}-seven", group, 7, node=node))
     wait_for("the 7-CPU pod Running", lambda: phase_of(cluster, f"{group}-seven", "Running"))
+
+
+def test_a_critical_pod_preempts_as_the_kubelet_does(
+    cluster: ControlPlane, start_nodes: Callable[..., NodesProcess]
+) -> None:
+    """The node full (an 8-CPU and a 7-CPU pod: 15 of 15 CPUs requested), a ``system-node-critical`` pod of
+    500m bound to it directly fails the resource fit, so the kubelet preempts (``evictPodsToFreeRequests``):
+    the victim nearest to what is missing, the 7-CPU pod, is Failed with ``Preempting``, its Warning Event and
+    the ``DisruptionTarget`` condition; the critical pod runs; the 8-CPU pod keeps running."""
+    process = start_nodes()
+    group = group_of(process)
+    node = f"{group}-000"
+    create(cluster, pod(f"{group}-eight", group, 8, node=node))
+    create(cluster, pod(f"{group}-seven", group, 7, node=node))
+    for name in ("eight", "seven"):
+        wait_for(f"the {name} pod Running", lambda name=name: phase_of(cluster, f"{group}-{name}", "Running"))
+    critical = json.loads(pod(f"{group}-critical", group, 1, node=node))
+    critical["spec"]["priorityClassName"] = "system-node-critical"
+    critical["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "500m", "memory": "100Mi"}}
+    create(cluster, json.dumps(critical))
+    wait_for("the critical pod Running", lambda: phase_of(cluster, f"{group}-critical", "Running"))
+    victim = wait_for("the victim Failed", lambda: phase_of(cluster, f"{group}-seven", "Failed"))
+    status = victim["status"]
+    assert (status["reason"], status["message"]) == ("Preempting", PREEMPTED_MESSAGE)
+    [target] = [c for c in status["conditions"] if c["type"] == "DisruptionTarget"]
+    assert (target["status"], target["reason"]) == ("True", "TerminationByKubelet")
+    assert target["message"] == "Pod was preempted by Kubelet to accommodate a critical pod."
+    selector = f"involvedObject.name={group}-seven,reason=Preempting"
+    events = wait_for("the Preempting event", lambda: cluster.get_json(
+        "events", "-n", NAMESPACE, "--field-selector", selector)["items"] or None)  # fmt: skip
+    assert [(e["type"], e["message"]) for e in events] == [("Warning", PREEMPTED_MESSAGE)]
+    assert phase_of(cluster, f"{group}-eight", "Running") is not None
+    # What the victim held is free again: with the 500m pod's request, 6.5 CPUs are left; a 6-CPU pod runs.
+    create(cluster, pod(f"{group}-six", group, 6, node=node))
+    wait_for("the 6-CPU pod Running", lambda: phase_of(cluster, f"{group}-six", "Running"))
 
 
 def watches(plane: ControlPlane, resource: str) -> int:

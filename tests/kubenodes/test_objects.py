@@ -121,7 +121,7 @@ def test_rejection() -> None:
         "message": "Pod was rejected: Resources cannot be allocated with Topology locality",
         "startTime": "2026-12-02T01:02:03Z",
     }
-    event = objects.rejection_event(POD, "w-000", "TopologyAffinityError", "Resources cannot …", NOW)
+    event = objects.warning_event(POD, "w-000", "TopologyAffinityError", "Resources cannot …", NOW)
     assert (event["type"], event["reason"], event["message"]) == (
         "Warning",
         "TopologyAffinityError",
@@ -131,3 +131,21 @@ def test_rejection() -> None:
         "component": "kubelet",
         "host": "w-000",
     }
+
+
+def test_preempted_victim() -> None:
+    """``evictPodsToFreeRequests``' status function (v1.37.2): Failed, ``Preempting``, the
+    ``DisruptionTarget`` condition with the kubelet's reason; Ready and ContainersReady False with
+    ``PodFailed`` as the status generator gives a Failed pod."""
+    writer = objects.PodWriter("10.128.0.1")
+    status = writer.preempted(POD, "Guaranteed", NOW, NOW)
+    assert (status["phase"], status["reason"], status["message"]) == (
+        "Failed",
+        "Preempting",
+        "Preempted in order to admit critical pod",
+    )
+    conditions = {c["type"]: (c["status"], c.get("reason")) for c in status["conditions"]}
+    assert conditions["DisruptionTarget"] == ("True", "TerminationByKubelet")
+    assert conditions["Ready"] == conditions["ContainersReady"] == ("False", "PodFailed")
+    assert all(s["state"]["terminated"]["exitCode"] == 0 for s in status["containerStatuses"])
+    assert status["observedGeneration"] == POD["metadata"].get("generation", 0)
