@@ -73,6 +73,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         kubelet_config=args.kubelet_config,
         kubelet_podresources_socket=args.kubelet_podresources_socket,
         shadow_refresh_period=args.shadow_refresh_period,
+        feed_address=args.feed_address,
+        feed_cert=args.feed_cert,
+        feed_key=args.feed_key,
+        feed_client_ca=args.feed_client_ca,
         kubelet_version=args.kubelet_version,  # normalised by the parser (see kubelet_version)
         # Only for a person at a terminal; under systemd the journal gets the JSON log lines alone.
         on_ready=_announce if sys.stderr.isatty() else None,
@@ -84,6 +88,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
         fail(str(err), EXIT_REFUSED)
     except StartupError as err:
         fail(str(err), EXIT_USAGE)
+
+
+def add_feed_arguments(parser: argparse.ArgumentParser) -> None:
+    """The node feed's listener (``kubeletemu serve`` and ``kubeletemu nodes``): off unless an address."""
+    group = parser.add_argument_group("node feed (mutual TLS; see docs/daemon.md)")
+    group.add_argument(
+        "--feed-address", metavar="HOST:PORT", help="stream the node's exact state here (off by default)"
+    )
+    group.add_argument("--feed-cert", metavar="FILE", help="the feed's server certificate (PEM)")
+    group.add_argument("--feed-key", metavar="FILE", help="its private key (PEM)")
+    group.add_argument(
+        "--feed-client-ca", metavar="FILE", help="the CA clients' certificates must chain to (PEM)"
+    )
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -116,6 +133,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     serve.add_argument("--sysfs-root", metavar="DIR", help="probe this sysfs tree instead of /sys")
     serve.add_argument("--procfs-root", metavar="DIR", help="probe this procfs tree instead of /proc")
+    add_feed_arguments(serve)
     serve.add_argument(
         "--metrics-address", metavar="HOST:PORT", help="serve Prometheus metrics here (off by default)"
     )
