@@ -9,7 +9,14 @@ import shutil
 import sys
 
 from kubeletemu.cli.choices import KUBELET_VERSIONS, LOG_LEVELS
-from kubeletemu.cli.common import DEFAULT_SOCKET, EXIT_REFUSED, EXIT_USAGE, fail, kubelet_version
+from kubeletemu.cli.common import (
+    DEFAULT_SOCKET,
+    EXIT_REFUSED,
+    EXIT_USAGE,
+    add_feed_arguments,
+    fail,
+    kubelet_version,
+)
 
 
 def _duration(text: str) -> float:
@@ -88,19 +95,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
         fail(str(err), EXIT_REFUSED)
     except StartupError as err:
         fail(str(err), EXIT_USAGE)
-
-
-def add_feed_arguments(parser: argparse.ArgumentParser) -> None:
-    """The node feed's listener (``kubeletemu serve`` and ``kubeletemu nodes``): off unless an address."""
-    group = parser.add_argument_group("node feed (mutual TLS; see docs/daemon.md)")
-    group.add_argument(
-        "--feed-address", metavar="HOST:PORT", help="stream the node's exact state here (off by default)"
-    )
-    group.add_argument("--feed-cert", metavar="FILE", help="the feed's server certificate (PEM)")
-    group.add_argument("--feed-key", metavar="FILE", help="its private key (PEM)")
-    group.add_argument(
-        "--feed-client-ca", metavar="FILE", help="the CA clients' certificates must chain to (PEM)"
-    )
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
