@@ -79,6 +79,9 @@ def _list(value: Any, path: str, item: Callable[[Any, str], T]) -> tuple[T, ...]
 
 
 def _ints(value: Any, path: str) -> tuple[int, ...]:
+    # The common case at once (a host has thousands of these): a list of plain ints, no bool among them.
+    if isinstance(value, list) and all(type(v) is int for v in value):
+        return tuple(value)
     return _list(value, path, _int)
 
 

@@ -129,6 +129,11 @@ async def _follow(
             reason = "the agent ended the feed stream"
         except grpc.aio.AioRpcError as err:
             reason = f"feed stream lost: {err.code().name}: {err.details()}"
+        except (
+            Exception
+        ) as err:  # whatever else ends the stream, the agent's nodes fail closed and it redials
+            log.exception("node feed from %s failed", agent.address)
+            reason = f"feed stream failed: {type(err).__name__}: {err}"
         agent.connected, agent.last_error = False, reason
         _disconnect(agent, mirrors, reason)
         if delivered:
