@@ -379,6 +379,8 @@ class Daemon:
         if self._opened is not None:
             await self._open_state_disk(self._opened)
             self._opened = None
+        # Before any socket is bound: a feed that cannot listen stops start-up with nothing to clean up.
+        await self._start_feed()
         server = grpc.aio.server(
             options=[
                 ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
@@ -419,7 +421,6 @@ class Daemon:
         await self.health.set(ADMISSION_SERVICE, _admission_health(self.state_disk))
         if rt.metrics_address:
             self.metrics_server = start_metrics_server(rt.metrics_address, self.metrics.registry)
-        await self._start_feed()
         nodes = len(self.machine.numa_node_ids)
         status = (
             f"serving on {rt.socket}: {nodes} NUMA node(s), {len(self.emulator.registry)} pod(s) restored"

@@ -311,3 +311,18 @@ def test_feed_client_follows_an_agent_across_its_restart(feed_daemon: FeedDaemon
             await feeds.close()
 
     asyncio.run(scenario())
+
+
+def test_feed_port_in_use_stops_start_up(
+    tmp_path: Path, sample_tree: tuple[Path, Path], pki: Credentials
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        daemon = DaemonProcess.in_dir(
+            tmp_path, feed_config(pki), sample_tree, extra_args=["--feed-address", f"127.0.0.1:{port}"]
+        )
+        with pytest.raises(RuntimeError, match=rf"--feed-address 127\.0\.0\.1:{port}: cannot listen"):
+            daemon.start()
+    assert daemon.process is not None and daemon.process.returncode != 0
