@@ -124,7 +124,9 @@ async def start_feed_server(hub: FeedHub, listen: FeedListen) -> tuple[grpc.aio.
     try:
         port = server.add_secure_port(listen.address, credentials)
     except RuntimeError as err:
-        raise FeedSetupError(f"--feed-address {listen.address}: cannot listen: {err}") from None
+        # gRPC's text goes on with advice on its debug logging: the first clause is the reason.
+        reason = str(err).split(";")[0]
+        raise FeedSetupError(f"--feed-address {listen.address}: cannot listen: {reason}") from None
     if port == 0:
         raise FeedSetupError(f"--feed-address {listen.address}: cannot listen (in use, or not host:port)")
     await server.start()
