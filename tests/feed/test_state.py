@@ -26,12 +26,13 @@ from kubeletemu.pod import Container, Pod
 from kubeletemu.quantity import Quantity
 from tests.conftest import CaptureStore
 from tests.hostprobe.hostprobe_capture_support import FIXTURE_NAMES
-from tests.nodes import kubelet_config
+from tests.nodes import kubelet_config, static_managers
 
 DEVICE = "example.com/dev"
 
 # Configurations a node of every capture runs: the static CPU Manager under three Topology Manager
-# settings, one with the static Memory Manager, one with devices and an older kubelet.
+# settings, two with the static Memory Manager (one with policy options), one with devices and an older
+# kubelet.
 CONFIGS = {
     "single-numa-container": kubelet_config(
         "single-numa-node", managers='cpuManagerPolicy: static\nreservedSystemCPUs: "0"\n'
@@ -44,6 +45,12 @@ CONFIGS = {
         "  - {id: d0, numaNodes: [0]}\n  - {id: d1, numaNodes: [0]}\n  - {id: d2}\n",
     ),
     "best-effort-memory": kubelet_config("best-effort"),
+    "restricted-options": kubelet_config(
+        "restricted",
+        managers=static_managers()
+        + 'cpuManagerPolicyOptions: {full-pcpus-only: "true", distribute-cpus-across-numa: "true"}\n'
+        + 'topologyManagerPolicyOptions: {prefer-closest-numa-nodes: "true"}\n',
+    ),
 }
 
 
@@ -158,7 +165,7 @@ def nodes(hosts: dict[str, HostTopology]) -> list[tuple[str, NodeEmulator]]:
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
 )
 @given(data=st.data())
 def test_mirror_answers_as_the_node(nodes: list[tuple[str, NodeEmulator]], data: st.DataObject) -> None:
