@@ -10,7 +10,6 @@ import json
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,7 @@ from tests.e2e.test_nodes import (
     pod,
     wait_for,
 )
-from tests.feed.test_feed_daemon import free_port
+from tests.feed.test_feed_daemon import RecordingMirrors, free_port
 from tests.upstream.certs import Credentials, generate
 from tests.upstream.controlplane import ControlPlane, Process
 
@@ -45,25 +44,6 @@ class FeedNodesProcess(NodesProcess):
         return [*super().argv(), "--feed-address", f"127.0.0.1:{self.port}", "--feed-cert",
                 str(self.pki.serving_cert), "--feed-key", str(self.pki.serving_key), "--feed-client-ca",
                 str(self.pki.ca_cert), "--feed-heartbeat-period", "1"]  # fmt: skip
-
-
-@dataclass
-class RecordingMirrors:
-    mirrors: dict[str, tuple[int, NodeEmulator]] = field(default_factory=dict)
-    heartbeats: set[str] = field(default_factory=set)
-
-    def apply(self, node: str, generation: int, emulator: NodeEmulator) -> bool:
-        held = self.mirrors.get(node)
-        if held is not None and generation <= held[0]:
-            return False
-        self.mirrors[node] = (generation, emulator)
-        return True
-
-    def heartbeat(self, node: str) -> None:
-        self.heartbeats.add(node)
-
-    def disconnected(self, node: str, reason: str) -> None:
-        self.mirrors.pop(node, None)
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +94,7 @@ def test_every_node_mirrored_from_one_listener(
         feeds = await start_feeds(config, mirrors)
         try:
             await until("both nodes mirrored", lambda: {first, second} <= set(mirrors.mirrors))
-            await until("heartbeats of both", lambda: {first, second} <= mirrors.heartbeats)
+            await until("heartbeats of both", lambda: {first, second} <= set(mirrors.heartbeats))
             assert _uids(mirrors.mirrors[first][1]) == [] == _uids(mirrors.mirrors[second][1])
             # A pod bound to the first node: Running there, and on its mirror; the second's is untouched.
             await asyncio.to_thread(create, cluster, pod(f"{group}-fits", group, 4, node=first))
