@@ -67,6 +67,17 @@ class Cpu:
             "thread_siblings": list(self.thread_siblings),
             "l3_cache_id": self.l3_cache_id,
             "uncore_cache_id": self.uncore_cache_id,
+            "caches": [
+                {
+                    "index": c.index,
+                    "level": c.level,
+                    "type": c.type,
+                    "id": c.id,
+                    "size_kib": c.size_kib,
+                    "shared_cpus": None if c.shared_cpus is None else list(c.shared_cpus),
+                }
+                for c in self.caches
+            ],
         }
 
 
@@ -392,6 +403,7 @@ class KubeletView:
             "would_refuse_to_start": self.would_refuse_to_start,
             "refusal_reasons": list(self.refusal_reasons),
             "warnings": list(self.warnings),
+            "cadvisor_errors": list(self.cadvisor_errors),
         }
 
 

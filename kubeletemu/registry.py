@@ -104,8 +104,7 @@ class PodRegistry:
         entry.sequence = self._next
         self._next += 1
         if self.directory is not None:
-            body = json.dumps(_encode(entry), sort_keys=True).encode()
-            write_file_atomic(self.path_of(entry.pod.uid), body, mode=0o600)
+            write_file_atomic(self.path_of(entry.pod.uid), encode_entry(entry), mode=0o600)
         self._pods[entry.pod.uid] = entry
         self._names[(entry.pod.namespace, entry.pod.name)] = entry.pod.uid
 
@@ -206,6 +205,11 @@ def file_name(uid: str) -> str:
     if _PLAIN_UID.fullmatch(uid):
         return f"{uid}.json"
     return f"{_HASHED_PREFIX}{hashlib.sha256(uid.encode('utf-8', 'surrogatepass')).hexdigest()}.json"
+
+
+def encode_entry(entry: AdmittedPod) -> bytes:
+    """A pod's registry file content: what :meth:`PodRegistry.restore` takes back (the node feed sends it)."""
+    return json.dumps(_encode(entry), sort_keys=True).encode()
 
 
 def _encode(entry: AdmittedPod) -> dict[str, Any]:

@@ -79,6 +79,10 @@ MESSAGES = {
     ),
     'kubeletemu.v1.GetShadowReportRequest': (
     ),
+    'kubeletemu.v1.Heartbeat': (
+        ('incarnation', 1, 'string', 'single', None, None),
+        ('nodes', 2, 'message', 'repeated', 'kubeletemu.v1.NodeGeneration', None),
+    ),
     'kubeletemu.v1.HugepagesResources': (
         ('page_size_bytes', 1, 'uint64', 'single', None, None),
         ('total_bytes', 2, 'uint64', 'single', None, None),
@@ -129,6 +133,10 @@ MESSAGES = {
         ('key', 1, 'int32', 'single', None, None),
         ('value', 2, 'uint32', 'single', None, None),
     ),
+    'kubeletemu.v1.NodeGeneration': (
+        ('node_name', 1, 'string', 'single', None, None),
+        ('generation', 2, 'uint64', 'single', None, None),
+    ),
     'kubeletemu.v1.NodeResourceTopology': (
         ('name', 1, 'string', 'single', None, None),
         ('annotations', 2, 'message', 'map', 'kubeletemu.v1.NodeResourceTopology.AnnotationsEntry', None),
@@ -140,6 +148,23 @@ MESSAGES = {
     'kubeletemu.v1.NodeResourceTopology.AnnotationsEntry': (
         ('key', 1, 'string', 'single', None, None),
         ('value', 2, 'string', 'single', None, None),
+    ),
+    'kubeletemu.v1.NodeState': (
+        ('node_name', 1, 'string', 'single', None, None),
+        ('generation', 2, 'uint64', 'single', None, None),
+        ('incarnation', 3, 'string', 'single', None, None),
+        ('kubelet_version', 4, 'string', 'single', None, None),
+        ('host_json', 5, 'string', 'single', None, None),
+        ('config_json', 6, 'string', 'single', None, None),
+        ('pods', 7, 'bytes', 'repeated', None, None),
+        ('cpu_state', 8, 'bytes', 'single', None, None),
+        ('memory_state', 9, 'bytes', 'single', None, None),
+        ('device_state', 10, 'bytes', 'single', None, None),
+        ('hints', 11, 'message', 'repeated', 'kubeletemu.v1.StoredHint', None),
+    ),
+    'kubeletemu.v1.NodeStateUpdate': (
+        ('state', 1, 'message', 'present', 'kubeletemu.v1.NodeState', 0),
+        ('heartbeat', 2, 'message', 'present', 'kubeletemu.v1.Heartbeat', 0),
     ),
     'kubeletemu.v1.NodeTopology': (
         ('numa_nodes', 1, 'message', 'repeated', 'kubeletemu.v1.NUMANode', None),
@@ -330,10 +355,20 @@ MESSAGES = {
         ('json', 1, 'string', 'single', None, None),
         ('table', 2, 'string', 'single', None, None),
     ),
+    'kubeletemu.v1.StoredHint': (
+        ('pod_uid', 1, 'string', 'single', None, None),
+        ('container', 2, 'string', 'single', None, None),
+        ('has_affinity', 3, 'bool', 'single', None, None),
+        ('numa_nodes', 4, 'int32', 'repeated', None, None),
+        ('preferred', 5, 'bool', 'single', None, None),
+    ),
     'kubeletemu.v1.TopologyHint': (
         ('numa_nodes', 1, 'int32', 'repeated', None, None),
         ('any_numa', 2, 'bool', 'single', None, None),
         ('preferred', 3, 'bool', 'single', None, None),
+    ),
+    'kubeletemu.v1.WatchRequest': (
+        ('nodes', 1, 'string', 'repeated', None, None),
     ),
     'kubeletemu.v1.WouldAdmitRequest': (
         ('pod', 1, 'message', 'present', 'kubeletemu.v1.PodSource', None),

@@ -88,6 +88,20 @@ def add_socket_arguments(parser: argparse.ArgumentParser, help_text: str | None 
     )
 
 
+def add_feed_arguments(parser: argparse.ArgumentParser) -> argparse._ArgumentGroup:
+    """The node feed's listener (``kubeletemu serve`` and ``kubeletemu nodes``): off unless an address."""
+    group = parser.add_argument_group("node feed (mutual TLS; see docs/daemon.md)")
+    group.add_argument(
+        "--feed-address", metavar="HOST:PORT", help="stream the node's exact state here (off by default)"
+    )
+    group.add_argument("--feed-cert", metavar="FILE", help="the feed's server certificate (PEM)")
+    group.add_argument("--feed-key", metavar="FILE", help="its private key (PEM)")
+    group.add_argument(
+        "--feed-client-ca", metavar="FILE", help="the CA clients' certificates must chain to (PEM)"
+    )
+    return group
+
+
 def add_live_argument(parser: argparse.ArgumentParser, help_text: str) -> None:
     """``--live`` on a command that also runs on its own (``simulate``, ``schedule``): use the daemon's
     node. ``--socket``, ``$KUBELETEMU_SOCKET`` and ``--config`` only say where that daemon is."""

@@ -11,7 +11,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from kubeletemu.cli.choices import LOG_LEVELS
-from kubeletemu.cli.common import EXIT_OK, EXIT_UNREACHABLE, add_file_arguments, fail
+from kubeletemu.cli.common import EXIT_OK, EXIT_UNREACHABLE, add_feed_arguments, add_file_arguments, fail
 
 if TYPE_CHECKING:
     from kubeletemu.nodes.run import NodesRun
@@ -47,6 +47,8 @@ def cmd_nodes(args: argparse.Namespace) -> int:
         import lightkube  # noqa: F401
     except ImportError:
         fail(EXTRA_HINT)
+    from kubeletemu.config.emulator_config import EmulatorConfiguration
+    from kubeletemu.daemon.feed_server import FeedListen, FeedSetupError
     from kubeletemu.daemon.logging import configure_logging
     from kubeletemu.nodes.run import NodesRun, RunOptions, StartError, run_until_stopped
     from kubeletemu.nodes.spec import NodesError, load_nodes
@@ -56,6 +58,13 @@ def cmd_nodes(args: argparse.Namespace) -> int:
         spec = load_nodes(path)
     except NodesError as err:
         fail(str(err))
+    try:
+        defaults = EmulatorConfiguration(feed_heartbeat_period=args.feed_heartbeat_period)
+        feed = FeedListen.from_config(
+            defaults, args.feed_address, args.feed_cert, args.feed_key, args.feed_client_ca
+        )
+    except FeedSetupError as err:
+        fail(str(err))
     configure_logging(args.log_level)
     # httpx2 logs every request at info: thousands a minute for many nodes. Its warnings still show.
     logging.getLogger("httpx2").setLevel(max(logging.WARNING, logging.getLogger().level))
@@ -64,6 +73,7 @@ def cmd_nodes(args: argparse.Namespace) -> int:
         state_dir=args.state_dir or default_state_dir(),
         context=args.context,
         podresources_dir=args.podresources_dir,
+        feed=feed,
     )
     run = NodesRun(spec, options)
     try:
@@ -74,6 +84,16 @@ def cmd_nodes(args: argparse.Namespace) -> int:
     finally:
         run.close()
     return EXIT_OK
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be positive")
+    return value
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -100,6 +120,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--podresources-dir",
         metavar="DIR",
         help="also serve each node's podresources API on DIR/<node>/kubelet.sock (for an exporter per node)",
+    )
+    add_feed_arguments(nodes).add_argument(
+        "--feed-heartbeat-period",
+        metavar="SECONDS",
+        type=_positive_seconds,
+        default=5.0,
+        help="a Heartbeat on every feed stream this often (default %(default)s)",
     )
     nodes.add_argument(
         "--log-level",

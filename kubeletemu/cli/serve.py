@@ -9,7 +9,14 @@ import shutil
 import sys
 
 from kubeletemu.cli.choices import KUBELET_VERSIONS, LOG_LEVELS
-from kubeletemu.cli.common import DEFAULT_SOCKET, EXIT_REFUSED, EXIT_USAGE, fail, kubelet_version
+from kubeletemu.cli.common import (
+    DEFAULT_SOCKET,
+    EXIT_REFUSED,
+    EXIT_USAGE,
+    add_feed_arguments,
+    fail,
+    kubelet_version,
+)
 
 
 def _duration(text: str) -> float:
@@ -73,6 +80,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         kubelet_config=args.kubelet_config,
         kubelet_podresources_socket=args.kubelet_podresources_socket,
         shadow_refresh_period=args.shadow_refresh_period,
+        feed_address=args.feed_address,
+        feed_cert=args.feed_cert,
+        feed_key=args.feed_key,
+        feed_client_ca=args.feed_client_ca,
         kubelet_version=args.kubelet_version,  # normalised by the parser (see kubelet_version)
         # Only for a person at a terminal; under systemd the journal gets the JSON log lines alone.
         on_ready=_announce if sys.stderr.isatty() else None,
@@ -116,6 +127,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     serve.add_argument("--sysfs-root", metavar="DIR", help="probe this sysfs tree instead of /sys")
     serve.add_argument("--procfs-root", metavar="DIR", help="probe this procfs tree instead of /proc")
+    add_feed_arguments(serve)
     serve.add_argument(
         "--metrics-address", metavar="HOST:PORT", help="serve Prometheus metrics here (off by default)"
     )

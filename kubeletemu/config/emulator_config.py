@@ -27,6 +27,11 @@ shutdownGracePeriod: 10s      # in-flight RPCs get this long on SIGTERM (keep Ti
 logLevel: info                # debug | info | warning | error
 kubeletVersion: master        # the kubelet to be exact to: 1.33, 1.34, 1.35, 1.36, 1.37 or master
 kubeletBinary: /usr/bin/kubelet  # shadow mode: its --version picks kubeletVersion; "": use the setting
+feedAddress: ""               # host:port of the node feed (mutual TLS); empty = no feed
+feedCertFile: ""              # the feed's server certificate (PEM); required with feedAddress
+feedKeyFile: ""               # its private key (PEM)
+feedClientCAFile: ""          # the CA client certificates must chain to (PEM)
+feedHeartbeatPeriod: 5s       # a Heartbeat on every feed stream this often
 ```
 
 The command line (``--socket``, ``--state-dir``, ...) overrides the file.
@@ -74,7 +79,13 @@ _KEYS = (
     "logLevel",
     "kubeletVersion",
     "kubeletBinary",
+    "feedAddress",
+    "feedCertFile",
+    "feedKeyFile",
+    "feedClientCAFile",
+    "feedHeartbeatPeriod",
 )
+_FEED_FILES = ("feedCertFile", "feedKeyFile", "feedClientCAFile")
 
 
 @dataclass(frozen=True)
@@ -121,6 +132,12 @@ class EmulatorConfiguration:
     # Shadow mode: the real kubelet's binary, run with --version to pick the version emulated (None: use
     # ``kubelet_version``).
     kubelet_binary: str | None = "/usr/bin/kubelet"
+    # The node feed (kubeletemu.feed): a TCP listener with mutual TLS; None: no feed.
+    feed_address: str | None = None
+    feed_cert_file: str | None = None
+    feed_key_file: str | None = None
+    feed_client_ca_file: str | None = None
+    feed_heartbeat_period: float = 5.0  # seconds
 
 
 def parse_duration(text: str) -> float:
@@ -189,6 +206,16 @@ def parse_emulator_configuration(doc: Mapping[str, Any], where: Where) -> Emulat
                 "kubeletVersion", f"{raw_version!r} is not a supported version: {', '.join(SUPPORTED)}"
             ) from None
 
+    feed_address = _optional_path(doc, where, "feedAddress")
+    feed_files = {key: _optional_path(doc, where, key) for key in _FEED_FILES}
+    if feed_address is not None:
+        for key, value in feed_files.items():
+            if value is None:
+                raise where.error(key, "required with feedAddress (the feed serves mutual TLS only)")
+    heartbeat = _duration_setting(doc, where, "feedHeartbeatPeriod", defaults.feed_heartbeat_period)
+    if heartbeat <= 0:
+        raise where.error("feedHeartbeatPeriod", "must be positive")
+
     return EmulatorConfiguration(
         devices=_device_resources(doc.get("devices"), where),
         sysfs_root=path_setting("sysfsRoot", defaults.sysfs_root),
@@ -209,6 +236,11 @@ def parse_emulator_configuration(doc: Mapping[str, Any], where: Where) -> Emulat
         kubelet_binary=defaults.kubelet_binary
         if doc.get("kubeletBinary") is None
         else (fields.string(where, "kubeletBinary", doc["kubeletBinary"]) or None),
+        feed_address=feed_address,
+        feed_cert_file=feed_files["feedCertFile"],
+        feed_key_file=feed_files["feedKeyFile"],
+        feed_client_ca_file=feed_files["feedClientCAFile"],
+        feed_heartbeat_period=heartbeat,
     )
 
 

@@ -48,6 +48,7 @@ from kubeletemu.config.loader import check_feature_gates
 from kubeletemu.cpumanager.errors import PolicyOptionsError as CPUPolicyOptionsError
 from kubeletemu.daemon import sdnotify
 from kubeletemu.daemon.admission_servicer import AdmissionServicer
+from kubeletemu.daemon.feed_server import FeedListen, FeedSetupError, start_feed_server
 from kubeletemu.daemon.logging import get_logger
 from kubeletemu.daemon.metrics import KubeletMetrics, MetricsServer, start_metrics_server
 from kubeletemu.daemon.saved_state import OpenedState, open_state
@@ -58,8 +59,10 @@ from kubeletemu.daemon.state_guard import StateDirGuard
 from kubeletemu.daemon.state_lock import StateDirInUseError, StateDirLock, StateDirUnusableError
 from kubeletemu.daemon.state_metrics import StateMetrics
 from kubeletemu.emulator import NodeEmulator
+from kubeletemu.feed.hub import FeedHub
 from kubeletemu.grpc_decoding import add_service
 from kubeletemu.machine import Machine
+from kubeletemu.podresources import view
 from kubeletemu.podresources.server import PodResourcesServer
 from kubeletemu.shadow import KubeletPaths, ShadowError, ShadowMetrics, ShadowRunner, SourceUnreadableError
 from kubeletemu.shadow.access import socket_problem
@@ -105,6 +108,11 @@ class ServeOptions:
     shadow_refresh_period: float | None = None
     # The kubelet version emulated (already parsed; None: as the EmulatorConfiguration says).
     kubelet_version: str | None = None
+    # The node feed (``--feed-*``; None: as the EmulatorConfiguration says, which has no feed by default).
+    feed_address: str | None = None
+    feed_cert: str | None = None
+    feed_key: str | None = None
+    feed_client_ca: str | None = None
     # Called once serving, with the admission and podresources socket paths (the CLI tells a person at a
     # terminal what to run next).
     on_ready: Callable[[str, str], None] | None = None
@@ -224,6 +232,8 @@ class Daemon:
         self.health = HealthServicer()
         self.server: grpc.aio.Server | None = None
         self.podresources: PodResourcesServer | None = None
+        self.feed_server: grpc.aio.Server | None = None
+        self.feed_port: int | None = None
         self.metrics_server: MetricsServer | None = None
         self._stop = asyncio.Event()
         self.last_reload_error: str | None = None
@@ -369,6 +379,8 @@ class Daemon:
         if self._opened is not None:
             await self._open_state_disk(self._opened)
             self._opened = None
+        # Before any socket is bound: a feed that cannot listen stops start-up with nothing to clean up.
+        await self._start_feed()
         server = grpc.aio.server(
             options=[
                 ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
@@ -433,6 +445,29 @@ class Daemon:
         sdnotify.ready(status)
         if self.options.on_ready is not None:
             self.options.on_ready(rt.socket, rt.podresources_socket)
+
+    async def _start_feed(self) -> None:
+        """The node feed, when configured: this node's state to the extender's mirrors (mutual TLS)."""
+        options = self.options
+        try:
+            listen = FeedListen.from_config(
+                self.runtime.config.emulator,
+                options.feed_address,
+                options.feed_cert,
+                options.feed_key,
+                options.feed_client_ca,
+            )
+            if listen is None:
+                return
+            # The name as configured at start-up: a reload keeps serving the node under it.
+            name = view.node_name(self.emulator.config)
+            hub = FeedHub(lambda: {name: self.emulator})
+            self.feed_server, self.feed_port = await start_feed_server(hub, listen)
+        except FeedSetupError as err:
+            raise StartupError(str(err)) from None
+        log.info(
+            "feed", address=listen.address, port=self.feed_port, node=name, incarnation=hub.incarnation.id
+        )
 
     async def _open_state_disk(self, opened: OpenedState) -> None:
         """The writer, with the restored state as its baseline: what differs from the files is written
@@ -559,6 +594,9 @@ class Daemon:
             stopping.append(self.server.stop(self.runtime.grace_period))
         if self.podresources is not None:
             stopping.append(self.podresources.stop(self.runtime.grace_period))
+        if self.feed_server is not None:
+            # Its streams never end by themselves: no grace, the clients reconnect to the next run.
+            stopping.append(self.feed_server.stop(0))
         await asyncio.gather(*stopping)
         if self.state_disk is not None:
             # A checkpoint (or the directory) removed since the last check: written back now, or the next

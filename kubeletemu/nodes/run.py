@@ -20,12 +20,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import grpc
+import structlog
 import uvloop
 
 from kubeletemu.checkpointmanager import CheckpointWriter, WriteBatch, deferred_writes, read_file
 from kubeletemu.config import ConfigError
+from kubeletemu.daemon.feed_server import FeedListen, FeedSetupError, start_feed_server
 from kubeletemu.daemon.state_lock import StateDirInUseError, StateDirLock
 from kubeletemu.emulator import EmulatorError, NodeEmulator
+from kubeletemu.feed.hub import FeedHub
 from kubeletemu.fleet.spec import group_config
 from kubeletemu.nodes.api import ApiError, ApiServer, KubeconfigError, Unreachable, load_kubeconfig
 from kubeletemu.nodes.informer import NodeInformer, PodInformer
@@ -36,6 +40,8 @@ from kubeletemu.simulate.errors import SimulationError
 
 if TYPE_CHECKING:
     from kubeletemu.nodes.podresources import NodeSockets
+
+log = structlog.get_logger("kubeletemu.nodes")
 
 # Nodes starting together (registering, first Lease, first status): see NodesRun._member. kwok's controllers
 # take 16 nodes or pods at a time too (NodeHeartbeatParallelism, LockPodParallelism).
@@ -58,6 +64,7 @@ class RunOptions:
     state_dir: str
     context: str | None = None
     podresources_dir: str | None = None  # each node's podresources socket in DIR/<node>/kubelet.sock
+    feed: FeedListen | None = None  # one node feed listener for every node (mutual TLS)
 
 
 def node_address(index: int) -> str:
@@ -139,6 +146,7 @@ class NodesRun:
         # admissions (kubeletemu.checkpointmanager.writer).
         self.writer = CheckpointWriter("kubeletemu-nodes-writer")
         self._starting = asyncio.Semaphore(STARTING_AT_ONCE)
+        self.feed_port: int | None = None
 
     def prepare(self) -> None:
         """Lock the state directory; nothing is read from it yet."""
@@ -175,6 +183,7 @@ class NodesRun:
                 )
                 self.members.append(member)
             sockets = await self._serve_podresources(emulators)
+            feed = await self._serve_feed(emulators)
             try:
                 async with asyncio.TaskGroup() as tasks:
                     tasks.create_task(pods.run())
@@ -183,6 +192,8 @@ class NodesRun:
                         tasks.create_task(self._member(member))
                     tasks.create_task(self._announce(durable, on_ready))
             finally:
+                if feed is not None:
+                    await feed.stop(0)
                 if sockets is not None:
                     await sockets.stop()
         finally:
@@ -200,6 +211,20 @@ class NodesRun:
             await sockets.stop()
             raise StartError(str(err)) from None
         return sockets
+
+    async def _serve_feed(self, emulators: list[tuple[str, int, NodeEmulator]]) -> grpc.aio.Server | None:
+        """The node feed, when asked for: one listener, each node's updates on every stream."""
+        if self.options.feed is None:
+            return None
+        by_name = {name: emulator for name, _, emulator in emulators}
+        hub = FeedHub(lambda: by_name)
+        try:
+            server, self.feed_port = await start_feed_server(hub, self.options.feed)
+        except FeedSetupError as err:
+            raise StartError(str(err)) from None
+        log.info("feed", address=self.options.feed.address, port=self.feed_port, nodes=len(by_name),
+                 incarnation=hub.incarnation.id)  # fmt: skip
+        return server
 
     async def _member(self, member: NodeMember) -> None:
         """One node; its start (registration, first Lease, its pods from the shared watch) waits its turn
