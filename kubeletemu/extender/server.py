@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import importlib
 import inspect
+import os
 import signal
 import ssl
 import time
@@ -65,11 +66,16 @@ def server_ssl_context(config: ExtenderConfig) -> ssl.SSLContext:
     """TLS 1.2 or later, the configured serving certificate, client certificates required and checked
     against ``tls.clientCAFile``."""
     tls = config.tls
+    for field, path in (
+        ("certFile", tls.cert_file),
+        ("keyFile", tls.key_file),
+        ("clientCAFile", tls.client_ca_file),
+    ):
+        if not os.path.isfile(path):
+            raise StartError(f"{config.source}: tls.{field}: {path}: no such file")
     try:
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=tls.client_ca_file)
         context.load_cert_chain(tls.cert_file, tls.key_file)
-    except FileNotFoundError as err:
-        raise StartError(f"{config.source}: tls: {err.filename}: no such file") from None
     except (ssl.SSLError, OSError) as err:
         raise StartError(f"{config.source}: tls: cannot load the certificates: {err}") from None
     context.verify_mode = ssl.CERT_REQUIRED

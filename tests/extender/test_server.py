@@ -6,6 +6,7 @@ valid certificate refused, and a malformed body answered 400 with one log line."
 from __future__ import annotations
 
 import json
+import re
 import ssl
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ import structlog
 
 from kubeletemu.config import Config
 from kubeletemu.extender.config import parse_config
-from kubeletemu.extender.server import ExtenderServer
+from kubeletemu.extender.server import ExtenderServer, StartError
 from kubeletemu.machine import Machine
 from tests.extender.conftest import (
     Certs,
@@ -60,7 +61,10 @@ async def start(certs: Certs, clock: FakeClock, extra: str = "") -> tuple[Extend
 
 @pytest.fixture
 async def running(certs: Certs, clock: FakeClock) -> AsyncIterator[Running]:
-    server, base = await start(certs, clock, "staleAfter: 30s\nreadiness: {expectedNodes: [never]}\n")
+    extra = (
+        "staleAfter: 30s\nreadiness: {expectedNodes: [never]}\noptInResources: [kubeletemu.io/exact-numa]\n"
+    )
+    server, base = await start(certs, clock, extra)
     connector = aiohttp.TCPConnector(ssl=certs.client_context())
     async with aiohttp.ClientSession(connector=connector) as session:
         yield Running(server, base, session, certs)
@@ -69,6 +73,9 @@ async def running(certs: Certs, clock: FakeClock) -> AsyncIterator[Running]:
 
 def feed(running: Running, node: str, generation: int, emulator: Any, refused: tuple[str, ...] = ()) -> None:
     assert running.server.mirrors.apply(node, generation, emulator, refused=refused)
+
+
+OPT_IN = "kubeletemu.io/exact-numa"
 
 
 # ---- Filter ----------------------------------------------------------------------------------------------
@@ -124,6 +131,12 @@ async def test_a_pod_without_exclusive_resources_passes_through(
     scores = await running.verb("prioritize", args_body(burstable, ["a", "never"]))
     assert scores == [{"Host": "a", "Score": 0}, {"Host": "never", "Score": 0}]
     assert len(running.server.ledger) == 0
+    # The opt-in resource says nothing about exclusivity; with whole CPUs the pod is checked.
+    opted_in = pod_manifest("opted-in", cpus="", memory="", extra={OPT_IN: "1"})
+    assert (await running.verb("filter", args_body(opted_in, ["a", "never"])))["NodeNames"] == ["a", "never"]
+    exclusive = pod_manifest("exclusive", extra={OPT_IN: "1"})
+    reply = await running.verb("filter", args_body(exclusive, ["a", "never"]))
+    assert reply["NodeNames"] == ["a"] and list(reply["FailedAndUnresolvableNodes"]) == ["never"]
 
 
 # ---- the ledger ------------------------------------------------------------------------------------------
@@ -286,3 +299,19 @@ async def test_health_readiness_and_metrics(running: Running, node_config: Confi
     assert 'kubeletemu_extender_nodes{state="disconnected"} 1.0' in text
     assert 'kubeletemu_extender_nodes{state="fresh"} 0.0' in text
     assert "kubeletemu_extender_ledger_entries 0.0" in text
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ("feeds: [{address: 10.0.0.1:9443}]\n", "feeds: the node agents' feed client is missing"),
+        ("bind: {enabled: true}\n", "bind.kubeconfig: Required value when bind.enabled is true"),
+    ],
+)
+async def test_what_cannot_start_says_why(certs: Certs, clock: FakeClock, extra: str, message: str) -> None:
+    server = ExtenderServer(parse_config(config_text(certs, extra)), clock=clock)
+    with pytest.raises(StartError, match=re.escape(message)):
+        try:
+            await server.start()
+        finally:
+            await server.stop()
