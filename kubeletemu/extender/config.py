@@ -35,10 +35,10 @@ from kubeletemu.config.emulator_config import parse_duration
 from kubeletemu.extender.ledger import CLOSING_RULES, DEFAULT_TTL_S, AgentReport
 from kubeletemu.extender.mirrors import DEFAULT_STALE_AFTER_S
 from kubeletemu.extender.protocol import LIMITS
-from kubeletemu.manifest.documents import YAMLSyntaxError, yaml_documents
+from kubeletemu.simulate.errors import SimulationError
+from kubeletemu.simulate.spec import one_document, read_text
 
 KIND = "Extender"
-API_VERSION = "kubeletemu.io/v1alpha1"
 VERBS = ("filter", "prioritize", "preempt", "bind")
 READY_WHEN = ("all", "any", "always")
 _TOP_KEYS = (
@@ -113,29 +113,16 @@ class ExtenderConfig:
 
 def load_config(path: str | os.PathLike[str]) -> ExtenderConfig:
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except OSError as err:
-        raise ExtenderConfigError(f"{path}: cannot read: {err.strerror or err}") from None
-    except UnicodeDecodeError as err:
-        raise ExtenderConfigError(f"{path}: not UTF-8 text: {err.reason} at byte {err.start}") from None
+        text = read_text(path)
+    except SimulationError as err:
+        raise ExtenderConfigError(str(err)) from None
     return parse_config(text, str(path), os.path.dirname(os.fspath(path)))
 
 
 def parse_config(text: str, source: str = "<extender>", base_dir: str = ".") -> ExtenderConfig:
     """The configuration in ``text``; relative file names are relative to ``base_dir``."""
     where = _Where(source)
-    try:
-        documents = [d for d in yaml_documents(text) if d is not None]
-    except YAMLSyntaxError as err:
-        raise where.error("", f"invalid YAML: {err}") from None
-    if len(documents) != 1:
-        raise where.error("", f"expected one {KIND} document, got {len(documents)}")
-    doc = read.mapping(where, "", documents[0])
-    if doc.get("kind") != KIND:
-        raise where.error("kind", f"expected {KIND}, got {doc.get('kind')!r}")
-    if doc.get("apiVersion") != API_VERSION:
-        raise where.error("apiVersion", f"expected {API_VERSION}, got {doc.get('apiVersion')!r}")
+    doc = one_document(where, text, KIND)
     unknown = sorted(set(doc) - set(_TOP_KEYS))
     if unknown:
         raise where.error(unknown[0], f"unknown field: expected one of {', '.join(_TOP_KEYS)}")

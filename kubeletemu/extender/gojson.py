@@ -2,14 +2,15 @@
 
 Writing (``json.Marshal``, Go 1.22 and later, read in ``src/encoding/json/encode.go`` of go1.26.8):
 
-* a struct's fields in declaration order, a map's keys sorted bytewise (code-point order for the text
-  Python holds), no spaces, no trailing newline;
+* a struct's fields in declaration order, a map's keys sorted bytewise in UTF-8, no spaces, no trailing
+  newline;
 * nil pointers, slices and maps are ``null``; empty non-nil ones ``[]`` and ``{}``: callers model Go's nil
   as ``None`` and an empty value as an empty list or dict;
 * strings with ``"`` and ``\\`` escaped, ``\\b \\f \\n \\r \\t`` short, other bytes below 0x20 as ``\\u00XX``,
   ``<``, ``>`` and ``&`` as ``\\u003c \\u003e \\u0026`` (``escapeHTML``), U+2028 and U+2029 as ``\\u2028``
   and ``\\u2029``, invalid UTF-8 (here a lone surrogate, which no UTF-8 can hold) as ``\\ufffd``; every other
-  character as itself in UTF-8.
+  character as itself in UTF-8. (``cpumanager.state.checkpoint.go_json_string`` writes ``\\b`` and ``\\f`` as
+  ``\\u0008`` and ``\\u000c``, as Go did before 1.22.)
 
 Reading (``json.Unmarshal`` into a struct): a key names a field exactly, else case-insensitively
 (``bytes.EqualFold``: ASCII case, and the Kelvin sign and long s, which fold to ``k`` and ``s``); keys
@@ -23,6 +24,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from kubeletemu.golang import go_string_order
 
 # Characters Go's encoder does not write as themselves.
 _NEEDS_ESCAPE = re.compile('[\x00-\x1f"\\\\<>&\u2028\u2029\ud800-\udfff]')
@@ -89,7 +92,7 @@ def _write(value: Any, out: list[str]) -> None:
         out.append("}")
     elif isinstance(value, Mapping):
         out.append("{")
-        for index, key in enumerate(sorted(value)):
+        for index, key in enumerate(sorted(value, key=go_string_order)):
             if index:
                 out.append(",")
             out.append(go_string(key))

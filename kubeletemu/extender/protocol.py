@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubeletemu.extender.gojson import INT64_MAX, INT64_MIN, Struct, marshal, struct_fields
+from kubeletemu.golang import json_kind
 from kubeletemu.manifest import ManifestError, pod_from_manifest
 from kubeletemu.manifest.documents import decode_json
 from kubeletemu.manifest.limits import REQUEST, Limits, clip
@@ -194,25 +195,12 @@ def _decode(body: bytes, limits: Limits) -> Any:
         raise ProtocolError("", str(err)) from None
 
 
-def _kind(value: Any) -> str:
-    """The JSON type of a decoded value, as Go's UnmarshalTypeError names it."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
 def _struct(value: Any, path: str, names: Sequence[str]) -> dict[str, Any]:
     """A JSON object (or null: every field nil) read as a struct of the fields ``names``."""
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise ProtocolError(path, f"expected an object, got {_kind(value)}")
+        raise ProtocolError(path, f"expected an object, got {json_kind(value)}")
     fields, twice = struct_fields(value, names)
     if twice is not None:
         where = f"{path}.{twice}" if path else twice
@@ -224,7 +212,7 @@ def _string(value: Any, path: str) -> str:
     if value is None:
         return ""
     if not isinstance(value, str):
-        raise ProtocolError(path, f"expected a string, got {_kind(value)}")
+        raise ProtocolError(path, f"expected a string, got {json_kind(value)}")
     return value
 
 
@@ -232,7 +220,7 @@ def _int64(value: Any, path: str) -> int:
     if value is None:
         return 0
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ProtocolError(path, f"expected an integer, got {_kind(value)}")
+        raise ProtocolError(path, f"expected an integer, got {json_kind(value)}")
     if not INT64_MIN <= value <= INT64_MAX:
         raise ProtocolError(path, f"{clip(str(value))} overflows int64")
     return value
@@ -242,7 +230,7 @@ def _pod(value: Any, path: str) -> Pod:
     if value is None:
         raise ProtocolError(path, "Required value")
     if not isinstance(value, dict):
-        raise ProtocolError(path, f"expected an object, got {_kind(value)}")
+        raise ProtocolError(path, f"expected an object, got {json_kind(value)}")
     try:
         return pod_from_manifest(value)
     except ManifestError as err:
@@ -253,7 +241,7 @@ def _names(value: Any, path: str) -> tuple[str, ...] | None:
     if value is None:
         return None
     if not isinstance(value, list):
-        raise ProtocolError(path, f"expected an array, got {_kind(value)}")
+        raise ProtocolError(path, f"expected an array, got {json_kind(value)}")
     return tuple(_string(item, f"{path}[{index}]") for index, item in enumerate(value))
 
 
@@ -265,7 +253,7 @@ def _node_list(value: Any) -> tuple[str, ...] | None:
     if items is None:
         return ()
     if not isinstance(items, list):
-        raise ProtocolError("Nodes.items", f"expected an array, got {_kind(items)}")
+        raise ProtocolError("Nodes.items", f"expected an array, got {json_kind(items)}")
     names: list[str] = []
     for index, item in enumerate(items):
         path = f"Nodes.items[{index}]"
@@ -294,7 +282,7 @@ def _victims_map(value: Any, path: str, read_pod: Any) -> dict[str, MetaVictims 
     if value is None:
         return None
     if not isinstance(value, dict):
-        raise ProtocolError(path, f"expected an object, got {_kind(value)}")
+        raise ProtocolError(path, f"expected an object, got {json_kind(value)}")
     result: dict[str, MetaVictims | None] = {}
     for node, raw in value.items():
         where = f"{path}[{clip(node)}]"
@@ -306,7 +294,7 @@ def _victims_map(value: Any, path: str, read_pod: Any) -> dict[str, MetaVictims 
         pods: list[MetaPod | None] | None = None
         if pods_raw is not None:
             if not isinstance(pods_raw, list):
-                raise ProtocolError(f"{where}.Pods", f"expected an array, got {_kind(pods_raw)}")
+                raise ProtocolError(f"{where}.Pods", f"expected an array, got {json_kind(pods_raw)}")
             pods = [read_pod(p, f"{where}.Pods[{i}]") for i, p in enumerate(pods_raw)]
         result[node] = MetaVictims(pods, _int64(fields.get("NumPDBViolations"), f"{where}.NumPDBViolations"))
     return result
