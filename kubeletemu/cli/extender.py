@@ -49,7 +49,7 @@ def cmd_extender(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "extender",
-        help="a kube-scheduler extender answering from exact node mirrors",
+        help="a scheduler extender on exact node mirrors",
         description="Serve kube-scheduler's extender protocol (Filter, Prioritize, Preempt, optionally Bind; "
         "node-cache mode) over mutual TLS, each answer the node's own kubelet admission on its exact mirror, "
         "with the placements still in flight counted. Runs until Ctrl-C or SIGTERM. See docs/extender.md.",

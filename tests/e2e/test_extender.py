@@ -1,0 +1,253 @@
+"""The real kube-scheduler asks ``kubeletemu extender`` over mutual TLS, configured with the
+KubeSchedulerConfiguration snippet of docs/extender.md: pods that opt in through an extended resource the
+scheduler ignores are placed only where the node's kubelet admits them, and the ledger counts the pods
+placed but not yet reported by the node's agent.
+
+The test is the nodes' agent: it feeds the extender's mirrors with real ``NodeEmulator`` states (here it
+never reports the pods it sees bound, so only the ledger counts them). One node of two NUMA nodes (3 and 4
+CPUs to give, 7 allocatable): pods of 2 and then 3 CPUs take one NUMA node each, leaving 1 CPU on each;
+a third pod of 2 CPUs fits the node's allocatable (NodeResourcesFit passes it) but no NUMA node, and stays
+Pending with the kubelet's TopologyAffinityError. So does a 5-CPU pod (first, on the empty node), wider
+than any NUMA node.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from hostprobe.synthetic import GIB_KIB, SyntheticHost
+from kubeletemu.config import parse_config as parse_kubelet_config
+from kubeletemu.emulator import NodeEmulator
+from kubeletemu.extender.config import parse_config
+from kubeletemu.extender.server import ExtenderServer
+from kubeletemu.manifest import pod_from_manifest
+from tests.nodes import kubelet_config, probe_machine
+from tests.upstream import schedulers
+from tests.upstream.controlplane import ControlPlane, Process
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[2]
+NAMESPACE = "extender-e2e"
+NODE = "extender-e2e-000"
+SCHEDULER = "kubeletemu-exact"
+OPT_IN = "kubeletemu.io/exact-numa"
+WAIT = 60.0
+HOST = SyntheticHost(
+    sockets=2, cores_per_socket=2, threads_per_core=2, nodes_per_socket=1, node_memory_kib=4 * GIB_KIB
+)
+KUBELET = kubelet_config(
+    "single-numa-node", managers='cpuManagerPolicy: static\nkubeReserved: {cpu: "1", memory: 512Mi}\n'
+)
+
+
+class ThreadedExtender:
+    """The extender's real server on its own event loop in a thread; ``call`` runs a function there (the
+    mirrors are the loop's)."""
+
+    def __init__(self, server: ExtenderServer) -> None:
+        self.server = server
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="extender", daemon=True)
+
+    def start(self) -> int:
+        self.thread.start()
+        return asyncio.run_coroutine_threadsafe(self.server.start(), self.loop).result(30)
+
+    def call(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        async def run() -> Any:
+            return function(*args, **kwargs)
+
+        return asyncio.run_coroutine_threadsafe(run(), self.loop).result(30)
+
+    def stop(self) -> None:
+        asyncio.run_coroutine_threadsafe(self.server.stop(), self.loop).result(30)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(30)
+        self.loop.close()
+
+
+def _wait_for(what: str, probe: Callable[[], Any], timeout: float = WAIT) -> Any:
+    deadline = time.monotonic() + timeout
+    while (value := probe()) is None:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not after {timeout:.0f} s")
+        time.sleep(0.3)
+    return value
+
+
+def docs_scheduler_extender() -> dict[str, Any]:
+    """The ``extenders`` entry of docs/extender.md's KubeSchedulerConfiguration snippet."""
+    page = (REPO / "docs" / "extender.md").read_text()
+    [snippet] = [
+        b for b in re.findall(r"```yaml\n(.*?)\n```", page, re.DOTALL) if "KubeSchedulerConfiguration" in b
+    ]
+    [extender] = yaml.safe_load(snippet)["extenders"]
+    assert isinstance(extender, dict)
+    return extender
+
+
+@pytest.fixture(scope="module")
+def emulator(tmp_path_factory: pytest.TempPathFactory) -> NodeEmulator:
+    return NodeEmulator(parse_kubelet_config(KUBELET), probe_machine(tmp_path_factory.mktemp("host"), HOST))
+
+
+@pytest.fixture(scope="module")
+def extender(control_plane: ControlPlane, emulator: NodeEmulator) -> Iterator[ThreadedExtender]:
+    creds = control_plane.creds
+    text = (
+        "apiVersion: kubeletemu.io/v1alpha1\nkind: Extender\nlisten: 127.0.0.1:0\npathPrefix: /kubeletemu\n"
+        f"tls: {{certFile: {creds.serving_cert}, keyFile: {creds.serving_key}, "
+        f"clientCAFile: {creds.ca_cert}}}\n"
+        f"optInResources: [{OPT_IN}]\nstaleAfter: 1h\nledger: {{ttl: 1h}}\n"
+    )
+    threaded = ThreadedExtender(ExtenderServer(parse_config(text)))
+    threaded.start()
+    threaded.call(threaded.server.mirrors.apply, NODE, 1, emulator.fork())
+    try:
+        yield threaded
+    finally:
+        threaded.stop()
+
+
+@pytest.fixture(scope="module")
+def exact_scheduler(control_plane: ControlPlane, extender: ThreadedExtender) -> Iterator[Process]:
+    """kube-scheduler under the schedulerName ``kubeletemu-exact``, with the docs' extender entry pointed at
+    the extender and the control plane's CA and admin certificate."""
+    entry = docs_scheduler_extender()
+    entry["urlPrefix"] = f"https://127.0.0.1:{extender.server.port}/kubeletemu"
+    creds = control_plane.creds
+    entry["tlsConfig"] = {
+        "caFile": str(creds.ca_cert),
+        "certFile": str(creds.admin_cert),
+        "keyFile": str(creds.admin_key),
+    }
+    config = schedulers.default_config(control_plane.kubeconfig, SCHEDULER)
+    config["extenders"] = [entry]
+    path = schedulers.write(config, control_plane.workdir / f"{SCHEDULER}.config.json")
+    process = control_plane.start_scheduler([f"--config={path}"], name=SCHEDULER)
+    try:
+        yield process
+    finally:
+        control_plane.stop_process(process)
+
+
+@pytest.fixture(scope="module")
+def node(control_plane: ControlPlane, emulator: NodeEmulator) -> Iterator[str]:
+    """The Node object of the emulated node: its allocatable, Ready, labelled for the test's pods."""
+    control_plane.namespace_with_account(NAMESPACE)
+    manifest = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": NODE, "labels": {"extender-e2e": "yes"}},
+    }
+    control_plane.kubectl("apply", "-f", "-", input=json.dumps(manifest))
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    resources = {name: str(q) for name, q in emulator.allocatable.allocatable.items()} | {"pods": "110"}
+    ready = {
+        "type": "Ready",
+        "status": "True",
+        "reason": "KubeletReady",
+        "message": "e2e",
+        "lastHeartbeatTime": now,
+        "lastTransitionTime": now,
+    }
+    status = {"status": {"capacity": resources, "allocatable": resources, "conditions": [ready]}}
+    control_plane.kubectl(
+        "patch", "node", NODE, "--subresource=status", "--type=merge", "-p", json.dumps(status)
+    )
+    try:
+        yield NODE
+    finally:
+        control_plane.kubectl("delete", "namespace", NAMESPACE, "--wait=false", check=False)
+        control_plane.kubectl("delete", "node", NODE, "--wait=false", check=False)
+
+
+def pod_manifest(name: str, cpus: int) -> dict[str, Any]:
+    resources = {"cpu": str(cpus), "memory": "256Mi", OPT_IN: "1"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {
+            "schedulerName": SCHEDULER,
+            "nodeSelector": {"extender-e2e": "yes"},
+            "containers": [
+                {
+                    "name": "c",
+                    "image": "registry.k8s.io/pause:3.10",
+                    "resources": {"requests": resources, "limits": resources},
+                }
+            ],
+        },
+    }
+
+
+def _pod(plane: ControlPlane, name: str) -> dict[str, Any]:
+    found: dict[str, Any] = json.loads(
+        plane.kubectl("-n", NAMESPACE, "get", "pod", name, "-o", "json").stdout
+    )
+    return found
+
+
+def _bound(plane: ControlPlane, name: str) -> str | None:
+    node_name = _pod(plane, name)["spec"].get("nodeName")
+    return str(node_name) if node_name else None
+
+
+def _unschedulable(plane: ControlPlane, name: str) -> str | None:
+    for condition in _pod(plane, name).get("status", {}).get("conditions") or []:
+        if condition.get("type") == "PodScheduled" and condition.get("reason") == "Unschedulable":
+            return str(condition.get("message", ""))
+    return None
+
+
+def test_real_scheduler_places_only_where_the_kubelet_admits(
+    control_plane: ControlPlane,
+    node: str,
+    exact_scheduler: Process,
+    extender: ThreadedExtender,
+    emulator: NodeEmulator,
+) -> None:
+    def explain() -> str:
+        return f"\n{exact_scheduler.name} log:\n{exact_scheduler.tail(30)}"
+
+    def unschedulable_for_topology(name: str, cpus: int) -> None:
+        control_plane.kubectl("apply", "-f", "-", input=json.dumps(pod_manifest(name, cpus)))
+        message = _wait_for(f"pod {name} unschedulable", lambda: _unschedulable(control_plane, name))
+        assert "TopologyAffinityError" in message, message + explain()
+        assert _bound(control_plane, name) is None
+
+    # Wider than any NUMA node, within the node's allocatable.
+    unschedulable_for_topology("too-wide", 5)
+
+    placed: list[dict[str, Any]] = []
+    for name, cpus in (("two", 2), ("three", 3)):
+        control_plane.kubectl("apply", "-f", "-", input=json.dumps(pod_manifest(name, cpus)))
+        try:
+            assert _wait_for(f"pod {name} bound", lambda n=name: _bound(control_plane, n)) == node
+        except AssertionError as err:
+            raise AssertionError(f"{err}{explain()}") from None
+        placed.append(_pod(control_plane, name))
+    # The agent has reported neither: the ledger holds both, on the node.
+    entries = extender.call(lambda: {uid: e.node for uid, e in extender.server.ledger.entries.items()})
+    assert entries == {p["metadata"]["uid"]: node for p in placed}
+    # 2 + 3 + 2 CPUs fit the node's 7 allocatable, but 1 CPU is left on each NUMA node.
+    unschedulable_for_topology("two-more", 2)
+
+    # The node's kubelet agrees: it admits the two placed pods and would refuse the third.
+    node_state = emulator.fork()
+    for pod in placed:
+        assert node_state.admit(pod_from_manifest(pod)).admitted
+    refused = node_state.would_admit(pod_from_manifest(_pod(control_plane, "two-more")))
+    assert (refused.admitted, refused.reason) == (False, "TopologyAffinityError")
