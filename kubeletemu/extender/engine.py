@@ -91,6 +91,7 @@ class Engine:
         self.numa_fit = ExactNUMAFit(self.would_admit)
         self._pods: OrderedDict[str, Pod] = OrderedDict()
         self._could_preempt: dict[tuple[int, str], tuple[NodeEmulator, int, bool]] = {}
+        self._scores: dict[str, tuple[NodeEmulator, int, dict[int, int]]] = {}
 
     # ---- Filter --------------------------------------------------------------------------------------
 
@@ -138,7 +139,7 @@ class Engine:
             if self.mirrors.lookup(name).mirror is None or not self._verdict(pod, name).admitted:
                 continue
             admitted.append(name)
-            keys.append(self.numa_fit.score(pod, self._node_info(name)))
+            keys.append(self._score(pod, name))
         scores = dict(
             zip(
                 admitted,
@@ -203,6 +204,19 @@ class Engine:
             return self.would_admit.verdict(pod, name)
         except EmulatorError as err:  # the node already holds a pod of this UID or namespace/name
             return Verdict(False, "PodExists", str(err))
+
+    def _score(self, pod: Pod, name: str) -> int:
+        """ExactNUMAFit's key as one integer, kept per pod shape until the node (as counted) changes: it
+        reads only the node's state and the pod's shape."""
+        view = self.would_admit.emulator(name)
+        kept = self._scores.get(name)
+        if kept is None or kept[0] is not view or kept[1] != view.state_version:
+            kept = self._scores[name] = (view, view.state_version, {})
+        shape = pod_shape(pod)
+        score = kept[2].get(shape)
+        if score is None:
+            score = kept[2][shape] = self.numa_fit.score(pod, self._node_info(name))
+        return score
 
     def _node_info(self, name: str) -> NodeInfo:
         """The node as ExactNUMAFit's fallback reads it (a manager not static): allocatable and pods."""
