@@ -14,8 +14,10 @@ than any NUMA node.
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
 import re
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -110,6 +112,7 @@ def extender(control_plane: ControlPlane, emulator: NodeEmulator) -> Iterator[Th
         f"tls: {{certFile: {creds.serving_cert}, keyFile: {creds.serving_key}, "
         f"clientCAFile: {creds.ca_cert}}}\n"
         f"optInResources: [{OPT_IN}]\nstaleAfter: 1h\nledger: {{ttl: 1h}}\n"
+        f"bind: {{enabled: true, kubeconfig: {control_plane.kubeconfig}}}\n"
     )
     threaded = ThreadedExtender(ExtenderServer(parse_config(text)))
     threaded.start()
@@ -251,3 +254,40 @@ def test_real_scheduler_places_only_where_the_kubelet_admits(
         assert node_state.admit(pod_from_manifest(pod)).admitted
     refused = node_state.would_admit(pod_from_manifest(_pod(control_plane, "two-more")))
     assert (refused.admitted, refused.reason) == (False, "TopologyAffinityError")
+
+
+def test_bind_creates_the_binding_on_the_api_server(
+    control_plane: ControlPlane, node: str, extender: ThreadedExtender
+) -> None:
+    """Bind (enabled here; the docs' scheduler entry leaves it to the scheduler): the pod is bound as
+    DefaultBinder binds it; a second Bind of the same pod is the API server's refusal in ``Error``."""
+    manifest = pod_manifest("bound-by-extender", 1)
+    manifest["spec"]["schedulerName"] = "nobody"  # no scheduler takes it
+    control_plane.kubectl("apply", "-f", "-", input=json.dumps(manifest))
+    pod = _pod(control_plane, "bound-by-extender")
+    body = json.dumps(
+        {
+            "PodName": "bound-by-extender",
+            "PodNamespace": NAMESPACE,
+            "PodUID": pod["metadata"]["uid"],
+            "Node": node,
+        }
+    )
+    context = ssl.create_default_context(cafile=str(control_plane.creds.ca_cert))
+    context.load_cert_chain(str(control_plane.creds.admin_cert), str(control_plane.creds.admin_key))
+
+    def bind() -> dict[str, Any]:
+        connection = http.client.HTTPSConnection(
+            "127.0.0.1", extender.server.port, context=context, timeout=30
+        )
+        connection.request("POST", "/kubeletemu/bind", body, {"Content-Type": "application/json"})
+        response = connection.getresponse()
+        assert response.status == 200
+        result: dict[str, Any] = json.loads(response.read())
+        connection.close()
+        return result
+
+    assert bind() == {"Error": ""}
+    assert _bound(control_plane, "bound-by-extender") == node
+    again = bind()["Error"]
+    assert again.startswith(f"binding {NAMESPACE}/bound-by-extender to {node}: 409 Conflict"), again
