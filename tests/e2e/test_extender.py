@@ -185,6 +185,12 @@ def pod_manifest(name: str, cpus: int) -> dict[str, Any]:
         "spec": {
             "schedulerName": SCHEDULER,
             "nodeSelector": {"extender-e2e": "yes"},
+            # The node has no kubelet keeping it Ready: the API server's admission taints a new node
+            # not-ready, and a node lifecycle controller (if one runs) would mark it unreachable.
+            "tolerations": [
+                {"key": "node.kubernetes.io/not-ready", "operator": "Exists"},
+                {"key": "node.kubernetes.io/unreachable", "operator": "Exists"},
+            ],
             "containers": [
                 {
                     "name": "c",
