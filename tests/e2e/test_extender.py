@@ -8,7 +8,8 @@ never reports the pods it sees bound, so only the ledger counts them). One node 
 CPUs to give, 7 allocatable): pods of 2 and then 3 CPUs take one NUMA node each, leaving 1 CPU on each;
 a third pod of 2 CPUs fits the node's allocatable (NodeResourcesFit passes it) but no NUMA node, and stays
 Pending with the kubelet's TopologyAffinityError. So does a 5-CPU pod (first, on the empty node), wider
-than any NUMA node.
+than any NUMA node. At two kube-scheduler versions: the control plane's (the newest pinned) and
+scheduler-plugins' Kubernetes release's (tests/upstream/pins.py), each with its own node and namespace.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,15 +36,14 @@ from kubeletemu.extender.config import parse_config
 from kubeletemu.extender.server import ExtenderServer
 from kubeletemu.manifest import pod_from_manifest
 from tests.nodes import kubelet_config, probe_machine
-from tests.upstream import schedulers
+from tests.upstream import build, scheduler_plugins, schedulers
 from tests.upstream.controlplane import ControlPlane, Process
 
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
-NAMESPACE = "extender-e2e"
-NODE = "extender-e2e-000"
-SCHEDULER = "kubeletemu-exact"
+# The newest kube-scheduler (the control plane's) and scheduler-plugins' Kubernetes release's.
+VERSIONS = ("newest", "scheduler-plugins")
 OPT_IN = "kubeletemu.io/exact-numa"
 WAIT = 60.0
 HOST = SyntheticHost(
@@ -99,13 +100,37 @@ def docs_scheduler_extender() -> dict[str, Any]:
     return extender
 
 
+@dataclass(frozen=True)
+class Names:
+    """One version's own namespace, node and scheduler name: the versions run side by side."""
+
+    version: str
+
+    @property
+    def namespace(self) -> str:
+        return f"extender-e2e-{self.version}"
+
+    @property
+    def node(self) -> str:
+        return f"extender-e2e-{self.version}-000"
+
+    @property
+    def scheduler(self) -> str:
+        return f"kubeletemu-exact-{self.version}"
+
+
+@pytest.fixture(scope="module", params=VERSIONS)
+def names(request: pytest.FixtureRequest) -> Names:
+    return Names(request.param)
+
+
 @pytest.fixture(scope="module")
 def emulator(tmp_path_factory: pytest.TempPathFactory) -> NodeEmulator:
     return NodeEmulator(parse_kubelet_config(KUBELET), probe_machine(tmp_path_factory.mktemp("host"), HOST))
 
 
 @pytest.fixture(scope="module")
-def extender(control_plane: ControlPlane, emulator: NodeEmulator) -> Iterator[ThreadedExtender]:
+def extender(control_plane: ControlPlane, emulator: NodeEmulator, names: Names) -> Iterator[ThreadedExtender]:
     creds = control_plane.creds
     text = (
         "apiVersion: kubeletemu.io/v1alpha1\nkind: Extender\nlisten: 127.0.0.1:0\npathPrefix: /kubeletemu\n"
@@ -116,7 +141,7 @@ def extender(control_plane: ControlPlane, emulator: NodeEmulator) -> Iterator[Th
     )
     threaded = ThreadedExtender(ExtenderServer(parse_config(text)))
     threaded.start()
-    threaded.call(threaded.server.mirrors.apply, NODE, 1, emulator.fork())
+    threaded.call(threaded.server.mirrors.apply, names.node, 1, emulator.fork())
     try:
         yield threaded
     finally:
@@ -124,9 +149,15 @@ def extender(control_plane: ControlPlane, emulator: NodeEmulator) -> Iterator[Th
 
 
 @pytest.fixture(scope="module")
-def exact_scheduler(control_plane: ControlPlane, extender: ThreadedExtender) -> Iterator[Process]:
-    """kube-scheduler under the schedulerName ``kubeletemu-exact``, with the docs' extender entry pointed at
-    the extender and the control plane's CA and admin certificate."""
+def exact_scheduler(
+    request: pytest.FixtureRequest, control_plane: ControlPlane, extender: ThreadedExtender, names: Names
+) -> Iterator[Process]:
+    """kube-scheduler (the version's) under the version's schedulerName, with the docs' extender entry
+    pointed at the extender and the control plane's CA and admin certificate."""
+    binary = None
+    if names.version == "scheduler-plugins":
+        assets: build.Assets = request.getfixturevalue("scheduler_plugins_assets")
+        binary = assets.path(scheduler_plugins.KUBE_SCHEDULER)
     entry = docs_scheduler_extender()
     entry["urlPrefix"] = f"https://127.0.0.1:{extender.server.port}/kubeletemu"
     creds = control_plane.creds
@@ -135,10 +166,10 @@ def exact_scheduler(control_plane: ControlPlane, extender: ThreadedExtender) -> 
         "certFile": str(creds.admin_cert),
         "keyFile": str(creds.admin_key),
     }
-    config = schedulers.default_config(control_plane.kubeconfig, SCHEDULER)
+    config = schedulers.default_config(control_plane.kubeconfig, names.scheduler)
     config["extenders"] = [entry]
-    path = schedulers.write(config, control_plane.workdir / f"{SCHEDULER}.config.json")
-    process = control_plane.start_scheduler([f"--config={path}"], name=SCHEDULER)
+    path = schedulers.write(config, control_plane.workdir / f"{names.scheduler}.config.json")
+    process = control_plane.start_scheduler([f"--config={path}"], binary=binary, name=names.scheduler)
     try:
         yield process
     finally:
@@ -146,14 +177,11 @@ def exact_scheduler(control_plane: ControlPlane, extender: ThreadedExtender) -> 
 
 
 @pytest.fixture(scope="module")
-def node(control_plane: ControlPlane, emulator: NodeEmulator) -> Iterator[str]:
+def node(control_plane: ControlPlane, emulator: NodeEmulator, names: Names) -> Iterator[str]:
     """The Node object of the emulated node: its allocatable, Ready, labelled for the test's pods."""
-    control_plane.namespace_with_account(NAMESPACE)
-    manifest = {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": NODE, "labels": {"extender-e2e": "yes"}},
-    }
+    control_plane.namespace_with_account(names.namespace)
+    labels = {"extender-e2e": names.version}
+    manifest = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": names.node, "labels": labels}}
     control_plane.kubectl("apply", "-f", "-", input=json.dumps(manifest))
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     resources = {name: str(q) for name, q in emulator.allocatable.allocatable.items()} | {"pods": "110"}
@@ -167,24 +195,24 @@ def node(control_plane: ControlPlane, emulator: NodeEmulator) -> Iterator[str]:
     }
     status = {"status": {"capacity": resources, "allocatable": resources, "conditions": [ready]}}
     control_plane.kubectl(
-        "patch", "node", NODE, "--subresource=status", "--type=merge", "-p", json.dumps(status)
+        "patch", "node", names.node, "--subresource=status", "--type=merge", "-p", json.dumps(status)
     )
     try:
-        yield NODE
+        yield names.node
     finally:
-        control_plane.kubectl("delete", "namespace", NAMESPACE, "--wait=false", check=False)
-        control_plane.kubectl("delete", "node", NODE, "--wait=false", check=False)
+        control_plane.kubectl("delete", "namespace", names.namespace, "--wait=false", check=False)
+        control_plane.kubectl("delete", "node", names.node, "--wait=false", check=False)
 
 
-def pod_manifest(name: str, cpus: int) -> dict[str, Any]:
+def pod_manifest(names: Names, name: str, cpus: int) -> dict[str, Any]:
     resources = {"cpu": str(cpus), "memory": "256Mi", OPT_IN: "1"}
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "namespace": NAMESPACE},
+        "metadata": {"name": name, "namespace": names.namespace},
         "spec": {
-            "schedulerName": SCHEDULER,
-            "nodeSelector": {"extender-e2e": "yes"},
+            "schedulerName": names.scheduler,
+            "nodeSelector": {"extender-e2e": names.version},
             # The node has no kubelet keeping it Ready: the API server's admission taints a new node
             # not-ready, and a node lifecycle controller (if one runs) would mark it unreachable.
             "tolerations": [
@@ -202,20 +230,20 @@ def pod_manifest(name: str, cpus: int) -> dict[str, Any]:
     }
 
 
-def _pod(plane: ControlPlane, name: str) -> dict[str, Any]:
+def _pod(plane: ControlPlane, names: Names, name: str) -> dict[str, Any]:
     found: dict[str, Any] = json.loads(
-        plane.kubectl("-n", NAMESPACE, "get", "pod", name, "-o", "json").stdout
+        plane.kubectl("-n", names.namespace, "get", "pod", name, "-o", "json").stdout
     )
     return found
 
 
-def _bound(plane: ControlPlane, name: str) -> str | None:
-    node_name = _pod(plane, name)["spec"].get("nodeName")
+def _bound(plane: ControlPlane, names: Names, name: str) -> str | None:
+    node_name = _pod(plane, names, name)["spec"].get("nodeName")
     return str(node_name) if node_name else None
 
 
-def _unschedulable(plane: ControlPlane, name: str) -> str | None:
-    for condition in _pod(plane, name).get("status", {}).get("conditions") or []:
+def _unschedulable(plane: ControlPlane, names: Names, name: str) -> str | None:
+    for condition in _pod(plane, names, name).get("status", {}).get("conditions") or []:
         if condition.get("type") == "PodScheduled" and condition.get("reason") == "Unschedulable":
             return str(condition.get("message", ""))
     return None
@@ -227,27 +255,28 @@ def test_real_scheduler_places_only_where_the_kubelet_admits(
     exact_scheduler: Process,
     extender: ThreadedExtender,
     emulator: NodeEmulator,
+    names: Names,
 ) -> None:
     def explain() -> str:
         return f"\n{exact_scheduler.name} log:\n{exact_scheduler.tail(30)}"
 
     def unschedulable_for_topology(name: str, cpus: int) -> None:
-        control_plane.kubectl("apply", "-f", "-", input=json.dumps(pod_manifest(name, cpus)))
-        message = _wait_for(f"pod {name} unschedulable", lambda: _unschedulable(control_plane, name))
+        control_plane.kubectl("apply", "-f", "-", input=json.dumps(pod_manifest(names, name, cpus)))
+        message = _wait_for(f"pod {name} unschedulable", lambda: _unschedulable(control_plane, names, name))
         assert "TopologyAffinityError" in message, message + explain()
-        assert _bound(control_plane, name) is None
+        assert _bound(control_plane, names, name) is None
 
     # Wider than any NUMA node, within the node's allocatable.
     unschedulable_for_topology("too-wide", 5)
 
     placed: list[dict[str, Any]] = []
     for name, cpus in (("two", 2), ("three", 3)):
-        control_plane.kubectl("apply", "-f", "-", input=json.dumps(pod_manifest(name, cpus)))
+        control_plane.kubectl("apply", "-f", "-", input=json.dumps(pod_manifest(names, name, cpus)))
         try:
-            assert _wait_for(f"pod {name} bound", lambda n=name: _bound(control_plane, n)) == node
+            assert _wait_for(f"pod {name} bound", lambda n=name: _bound(control_plane, names, n)) == node
         except AssertionError as err:
             raise AssertionError(f"{err}{explain()}") from None
-        placed.append(_pod(control_plane, name))
+        placed.append(_pod(control_plane, names, name))
     # The agent has reported neither: the ledger holds both, on the node.
     entries = extender.call(lambda: {uid: e.node for uid, e in extender.server.ledger.entries.items()})
     assert entries == {p["metadata"]["uid"]: node for p in placed}
@@ -258,23 +287,23 @@ def test_real_scheduler_places_only_where_the_kubelet_admits(
     node_state = emulator.fork()
     for pod in placed:
         assert node_state.admit(pod_from_manifest(pod)).admitted
-    refused = node_state.would_admit(pod_from_manifest(_pod(control_plane, "two-more")))
+    refused = node_state.would_admit(pod_from_manifest(_pod(control_plane, names, "two-more")))
     assert (refused.admitted, refused.reason) == (False, "TopologyAffinityError")
 
 
 def test_bind_creates_the_binding_on_the_api_server(
-    control_plane: ControlPlane, node: str, extender: ThreadedExtender
+    control_plane: ControlPlane, node: str, extender: ThreadedExtender, names: Names
 ) -> None:
     """Bind (enabled here; the docs' scheduler entry leaves it to the scheduler): the pod is bound as
     DefaultBinder binds it; a second Bind of the same pod is the API server's refusal in ``Error``."""
-    manifest = pod_manifest("bound-by-extender", 1)
+    manifest = pod_manifest(names, "bound-by-extender", 1)
     manifest["spec"]["schedulerName"] = "nobody"  # no scheduler takes it
     control_plane.kubectl("apply", "-f", "-", input=json.dumps(manifest))
-    pod = _pod(control_plane, "bound-by-extender")
+    pod = _pod(control_plane, names, "bound-by-extender")
     body = json.dumps(
         {
             "PodName": "bound-by-extender",
-            "PodNamespace": NAMESPACE,
+            "PodNamespace": names.namespace,
             "PodUID": pod["metadata"]["uid"],
             "Node": node,
         }
@@ -294,6 +323,6 @@ def test_bind_creates_the_binding_on_the_api_server(
         return result
 
     assert bind() == {"Error": ""}
-    assert _bound(control_plane, "bound-by-extender") == node
+    assert _bound(control_plane, names, "bound-by-extender") == node
     again = bind()["Error"]
-    assert again.startswith(f"binding {NAMESPACE}/bound-by-extender to {node}: 409 Conflict"), again
+    assert again.startswith(f"binding {names.namespace}/bound-by-extender to {node}: 409 Conflict"), again
