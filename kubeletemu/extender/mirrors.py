@@ -147,6 +147,11 @@ class Mirrors:
             )
         return Lookup(node, FRESH, mirror=entry.mirror)
 
+    def generation(self, node: str) -> int | None:
+        """The generation of the node's mirror, fresh or stale; None when it has none."""
+        entry = self._nodes.get(node)
+        return None if entry is None or entry.mirror is None else entry.mirror.generation
+
     @property
     def emulators(self) -> Mapping[str, NodeEmulator]:
         """Every node's current mirror emulator, fresh or not (the verbs look a node up first)."""

@@ -22,6 +22,7 @@ def test_apply_by_generation(node_config: Config, machine: Machine, clock: FakeC
     assert mirrors.lookup("n1").emulator is first
     assert mirrors.apply("n1", 6, second)
     assert mirrors.lookup("n1").emulator is second
+    assert (mirrors.generation("n1"), mirrors.generation("n2")) == (6, None)
     assert mirrors.emulators == {"n1": second}
 
 
