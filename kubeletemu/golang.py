@@ -98,3 +98,22 @@ def go_round(value: float) -> float:
 def go_format_string_map(values: Mapping[str, str]) -> str:
     """``fmt`` ``%v`` of a ``map[string]string``: ``map[k1:v1 k2:v2]`` with keys sorted."""
     return "map[" + " ".join(f"{k}:{values[k]}" for k in sorted(values)) + "]"
+
+
+def go_string_order(text: str) -> bytes:
+    """The key that sorts strings as Go compares them: bytewise in UTF-8 (which differs from Python's
+    code-point order only for surrogates)."""
+    return text.encode("utf-8", "surrogatepass")
+
+
+def json_kind(value: object) -> str:
+    """The JSON type of a decoded value as ``encoding/json``'s ``UnmarshalTypeError`` names it."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"

@@ -22,7 +22,10 @@ TOP_LAYERS = {
     # kubeletemu nodes is a server process beside the daemon: it serves podresources and locks its state
     # directory with the daemon's own socket and lock helpers, and only the CLI starts it.
     "kubeletemu.daemon": ("kubeletemu.daemon", "kubeletemu.cli", "kubeletemu.nodes"),
-    "kubeletemu.nodes": ("kubeletemu.nodes", "kubeletemu.cli"),
+    # The extender binds pods (its optional Bind verb) with the nodes' API server client.
+    "kubeletemu.nodes": ("kubeletemu.nodes", "kubeletemu.cli", "kubeletemu.extender"),
+    # kubeletemu extender is a server process too: only the CLI starts it.
+    "kubeletemu.extender": ("kubeletemu.extender", "kubeletemu.cli"),
     # protogen writes the CLI's wire schema with the CLI's generator (a build step, not the library).
     "kubeletemu.cli": ("kubeletemu.cli", "kubeletemu.__main__", "kubeletemu.protogen"),
 }

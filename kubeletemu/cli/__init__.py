@@ -19,7 +19,7 @@ import sys
 from collections.abc import Sequence
 
 from kubeletemu import __version__
-from kubeletemu.cli import fleet, node, nodes, pods, probe, schedule, serve, shadow, whatif
+from kubeletemu.cli import extender, fleet, node, nodes, pods, probe, schedule, serve, shadow, whatif
 from kubeletemu.cli.common import EXIT_OK, EXIT_REFUSED, EXIT_UNREACHABLE, EXIT_USAGE, CLIError
 from kubeletemu.cli.parsing import PROG, CommandListFormatter, CommandParser, describe_commands
 
@@ -36,7 +36,7 @@ def build_parser() -> CommandParser:
     # than the rest of `--version` together.
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
-    for group in (serve, pods, node, whatif, schedule, shadow, probe, fleet, nodes):
+    for group in (serve, pods, node, whatif, schedule, shadow, probe, fleet, nodes, extender):
         group.register(sub)
     describe_commands(sub)
     return parser

@@ -142,11 +142,43 @@ def _integer(text: str) -> int | str:
 _LONG_DIGITS = re.compile(rf"\d{{{MAX_INTEGER_CHARS + 1}}}")
 
 
+def decode_json(text: str, source: str | None = None, limits: Limits = FILE) -> Any:
+    """The one JSON value of ``text`` (strictly JSON: no YAML, no ``NaN`` or ``Infinity``), within
+    ``limits``, its values checked as :func:`decode_documents` checks a document's. Raises
+    :class:`ManifestError` naming ``source``, for invalid JSON too (the decoder's message and place)."""
+    where = f"{source}: " if source else ""
+    if limits.max_chars is not None and len(text) > limits.max_chars:
+        raise ManifestError(
+            f"{where}the text is {len(text):,} characters long, more than the {limits.max_chars:,} allowed"
+        )
+    try:
+        value = _load_json(text, source, limits, _refuse_constant)
+    except ManifestError:
+        raise
+    except ValueError as err:  # the decoder's JSONDecodeError, or _refuse_constant's
+        raise ManifestError(f"{where}invalid JSON: {err}") from None
+    check_values(value, source, 1, limits)
+    return value
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
 def _json_document(text: str, source: str | None, limits: Limits) -> list[Any] | None:
     """The one JSON value of ``text``, or None when it is not JSON (flow-style YAML, or broken JSON: the
     YAML parser reports it)."""
     if not text.lstrip().startswith(("{", "[")):
         return None
+    try:
+        return [_load_json(text, source, limits)]
+    except json.JSONDecodeError:
+        return None
+
+
+def _load_json(text: str, source: str | None, limits: Limits, parse_constant: Any = None) -> Any:
+    """``json.loads`` after the nesting and value-count bounds (:class:`ManifestError`); raises the
+    decoder's ``JSONDecodeError``."""
     # Python's decoder holds the GIL until it is done (a second for a million values): it gets a text whose
     # values are counted first. Every value but a container's first follows a comma or a colon, so the
     # count of those (and of openings) bounds the count of values; only above the bound are they counted
@@ -159,12 +191,8 @@ def _json_document(text: str, source: str | None, limits: Limits) -> list[Any] |
     budget = limits.max_nodes
     if budget is not None and text.count(",") + text.count(":") + text.count("[") + text.count("{") > budget:
         _count_json_values(text, source, budget)
-    try:
-        if _LONG_DIGITS.search(text):
-            return [json.loads(text, parse_int=_integer)]
-        return [json.loads(text)]
-    except json.JSONDecodeError:
-        return None
+    parse_int = _integer if _LONG_DIGITS.search(text) else None
+    return json.loads(text, parse_int=parse_int, parse_constant=parse_constant)
 
 
 def _count_json_values(text: str, source: str | None, budget: int) -> None:

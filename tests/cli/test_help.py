@@ -73,7 +73,7 @@ def test_what_needs_a_daemon_says_how_to_ask_it() -> None:
     without_socket = {
         name for name, p in commands().items() if not any(a.dest == "socket" for a in p._actions)
     }
-    assert without_socket == {"probe", "fleet", "nodes"}
+    assert without_socket == {"probe", "fleet", "nodes", "extender"}
 
 
 @pytest.mark.parametrize("name", sorted(commands()))

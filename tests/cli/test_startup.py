@@ -45,6 +45,8 @@ HEAVY = (
     "kubeletemu.simulate",
     "kubeletemu.fleet",
     "kubeletemu.nodes",
+    "kubeletemu.extender",
+    "aiohttp",
     "lightkube",
     "httpx2",
     "kubeletemu.podresources",

@@ -24,6 +24,7 @@ from typing import Any
 
 from kubeletemu.checkpointmanager import fnv32a
 from kubeletemu.cpumanager.errors import CheckpointError, CorruptCheckpointError
+from kubeletemu.golang import go_string_order, json_kind
 
 _GO_STRUCT_V2 = "CPUManagerCheckpoint"
 _GO_STRUCT_V1 = "CPUManagerCheckpointV1"
@@ -36,10 +37,8 @@ def _spew_string_map(values: Mapping[str, str] | None) -> str:
     return "map[" + " ".join(f"{k}:{values[k]}" for k in sorted(values, key=_go_string_key)) + "]"
 
 
-def _go_string_key(text: str) -> bytes:
-    # Go compares strings bytewise (UTF-8), which differs from Python's code-point order only for
-    # surrogates; encode to be exact.
-    return text.encode("utf-8", "surrogatepass")
+# Go compares strings bytewise (UTF-8), which differs from Python's code-point order only for surrogates.
+_go_string_key = go_string_order
 
 
 def spew_dump_v2(
@@ -116,16 +115,7 @@ def _go_json_string_map(values: Mapping[str, str]) -> str:
     return _go_json_object([(k, go_json_string(values[k])) for k in sorted(values, key=_go_string_key)])
 
 
-def _json_kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
+_json_kind = json_kind
 
 
 def _decode_document(blob: bytes, struct: str) -> dict[str, Any]:

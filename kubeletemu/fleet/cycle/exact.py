@@ -27,213 +27,29 @@ nodes report would.
 from __future__ import annotations
 
 import random
-from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
-from fractions import Fraction
+from collections.abc import Mapping
 
 from kubeletemu.emulator import NodeEmulator
 from kubeletemu.fleet.cycle import versions
-from kubeletemu.fleet.cycle.schedule_one import MAX_NODE_SCORE, Scheduler
-from kubeletemu.lifecycle.resources import CPU, MEMORY, milli_value, pod_request_list, value
-from kubeletemu.pod import Pod
-from kubeletemu.scheduler.framework import NodeInfo, Status
-from kubeletemu.scheduler.noderesourcesfit import NodeResourcesFit, node_allocatable
-from kubeletemu.scheduler.pod_shape import pod_shape
+from kubeletemu.fleet.cycle.schedule_one import Scheduler
+from kubeletemu.scheduler.exact import ExactNUMAFit, Verdict, WouldAdmit
+from kubeletemu.scheduler.noderesourcesfit import NodeResourcesFit
 from kubeletemu.scheduler.profile import Profile, default_profile
-from kubeletemu.simulate.metrics import NUMANodeUsage, container_numa_nodes, numa_usage
 
 EXACT = "exact"
 EXACT_NUMA = "exact-numa"
 SETUPS = (EXACT, EXACT_NUMA)
-# Encodes (NUMA nodes, CPU left, memory left) in one integer, each part below this.
-_PART = 10**18
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """The node's answer for a pod shape: admitted or not (reason and message as the kubelet gives
-    them), and where the pod would sit: the NUMA nodes of its exclusive resources, the exclusive CPUs and
-    the NUMA-pinned memory (bytes of ``memory`` blocks) it would take."""
-
-    admitted: bool
-    reason: str
-    message: str
-    numa_nodes: frozenset[int] = frozenset()
-    exclusive_cpus: int = 0
-    pinned_memory: int = 0
-
-
-class _Kept:
-    """Answers per pod shape for one emulator at one ``state_version``."""
-
-    __slots__ = ("answers", "emulator", "version")
-
-    def __init__(self, emulator: NodeEmulator) -> None:
-        self.emulator = emulator
-        self.version = emulator.state_version
-        self.answers: dict[Hashable, object] = {}
-
-    def current(self, emulator: NodeEmulator) -> bool:
-        return self.emulator is emulator and self.version == emulator.state_version
-
-
-class WouldAdmit:
-    """The exact Filter: the node's own ``WouldAdmit`` (no predictor can do better). ``memo=False`` asks
-    the node every time."""
-
-    name = "WouldAdmit"
-
-    def __init__(
-        self, emulators: Mapping[str, NodeEmulator], *, memo: bool = True, count_assumed: bool = True
-    ) -> None:
-        self.emulators = emulators
-        self.memo = memo
-        self.count_assumed = count_assumed
-        self._kept: dict[str, _Kept] = {}
-        self.asked = 0  # WouldAdmit calls made (the kept answers saved the rest)
-        self.assumed: dict[str, dict[str, Pod]] = {}  # node -> uid -> assumed pod, not yet admitted
-        self._views: dict[str, tuple[tuple[int, tuple[str, ...]], NodeEmulator]] = {}
-
-    def assume(self, node_name: str, pod: Pod) -> None:
-        """``AssumePod``: the pod counts on the node until the kubelet admits it or it is forgotten."""
-        if self.count_assumed:
-            self.assumed.setdefault(node_name, {})[pod.uid] = pod
-
-    def settled(self, node_name: str, uid: str) -> None:
-        """The kubelet admitted (or rejected) the pod, or ``ForgetPod`` dropped it: no longer assumed."""
-        pods = self.assumed.get(node_name)
-        if pods is not None:
-            pods.pop(uid, None)
-            if not pods:
-                del self.assumed[node_name]
-                self._views.pop(node_name, None)
-
-    def emulator(self, node_name: str) -> NodeEmulator:
-        """The node as the scheduler counts it: the kubelet's, with the assumed pods admitted on a fork."""
-        real = self.emulators[node_name]
-        pods = self.assumed.get(node_name)
-        if not pods:
-            return real
-        key = (real.state_version, tuple(pods))
-        view = self._views.get(node_name)
-        if view is None or view[0] != key:
-            fork = real.fork()
-            for pod in pods.values():
-                fork.admit(pod)  # one the node will reject holds nothing, as there
-            view = self._views[node_name] = (key, fork)
-        return view[1]
-
-    def verdict(self, pod: Pod, node_name: str) -> Verdict:
-        emulator = self.emulator(node_name)
-        if not self.memo:
-            return self._ask(emulator, pod)
-        kept = self._kept.get(node_name)
-        if kept is None or not kept.current(emulator):
-            kept = self._kept[node_name] = _Kept(emulator)
-        shape = pod_shape(pod)
-        answer = kept.answers.get(shape)
-        if answer is None:
-            answer = kept.answers[shape] = self._ask(emulator, pod)
-        assert isinstance(answer, Verdict)
-        return answer
-
-    def _ask(self, emulator: NodeEmulator, pod: Pod) -> Verdict:
-        self.asked += 1
-        report = emulator.would_admit(pod)
-        if not report.admitted:
-            return Verdict(False, report.reason, report.message)
-        numa: set[int] = set()
-        cpus = memory = 0
-        for container in report.containers:
-            numa |= container_numa_nodes(emulator.machine, container)
-            if container.exclusive_cpus:
-                cpus += len(container.cpu_ids)
-            memory += sum(block.size for block in container.memory if block.memory_type == MEMORY)
-        return Verdict(True, "", "", frozenset(numa), cpus, memory)
-
-    def filter(self, pod: Pod, node: NodeInfo) -> Status:
-        verdict = self.verdict(pod, node.name)
-        return Status() if verdict.admitted else Status.unschedulable(f"{verdict.reason}: {verdict.message}")
-
-    def score(self, pod: Pod, node: NodeInfo) -> int:
-        return 0
-
-    def policy(self, pod: Pod, node: NodeInfo) -> str:
-        return self.emulators[node.name].config.kubelet.topology_manager_policy
-
-
-class ExactNUMAFit:
-    """``exact-numa``'s score, computed on the exact node state (our rule; no upstream plugin):
-
-    1. fewer NUMA nodes first: the NUMA nodes the kubelet would place the pod's exclusive resources on
-       (pinned CPUs, memory blocks, devices: what ``WouldAdmit`` allocates); a pod holding nothing
-       NUMA-bound counts 0;
-    2. then the tightest fit: the fewest CPUs, then the least memory, left free after the pod on those
-       NUMA nodes (all of the node's NUMA nodes for a pod holding nothing NUMA-bound) — free as the CPU
-       Manager and Memory Manager count it; where a manager is not static, the node-level allocatable
-       minus the requests of its pods and this one.
-
-    ``normalize_scores`` (the plugin's ``NormalizeScore``) gives the best key 100 and the others
-    ``99·(worst − key) // (worst − best)``, so only nodes equal on both counts share the top score and
-    ``selectHost`` picks among them."""
-
-    name = "ExactNUMAFit"
-
-    def __init__(self, would_admit: WouldAdmit) -> None:
-        self.would_admit = would_admit
-        self._usage: dict[str, tuple[NodeEmulator, int, tuple[NUMANodeUsage, ...]]] = {}
-
-    def filter(self, pod: Pod, node: NodeInfo) -> Status:
-        return Status()
-
-    def policy(self, pod: Pod, node: NodeInfo) -> str:
-        return self.would_admit.policy(pod, node)
-
-    def key(self, pod: Pod, node: NodeInfo) -> tuple[int, int, int]:
-        """(NUMA nodes, milli-CPUs left, memory bytes left): smaller is better."""
-        verdict = self.would_admit.verdict(pod, node.name)
-        emulator = self.would_admit.emulator(node.name)
-        usage = self._numa_usage(node.name, emulator)
-        scope = verdict.numa_nodes or frozenset(u.node for u in usage)
-        chosen = [u for u in usage if u.node in scope]
-        cpus = [u.free_cpus for u in chosen]
-        memory = [u.free_memory for u in chosen]
-        if all(c is not None for c in cpus):
-            cpu_left = (sum(c for c in cpus if c is not None) - verdict.exclusive_cpus) * 1000
-        else:
-            cpu_left = _node_left(pod, node, CPU)
-        if all(m is not None for m in memory):
-            memory_left = sum(m for m in memory if m is not None) - verdict.pinned_memory
-        else:
-            memory_left = _node_left(pod, node, MEMORY)
-        return len(verdict.numa_nodes), max(cpu_left, 0), max(memory_left, 0)
-
-    def score(self, pod: Pod, node: NodeInfo) -> int:
-        """The key as one integer (ordered as the key); ``normalize_scores`` maps it into [0, 100]."""
-        numa, cpu_left, memory_left = self.key(pod, node)
-        return (numa * _PART + min(cpu_left, _PART - 1)) * _PART + min(memory_left, _PART - 1)
-
-    def normalize_scores(self, pod: Pod, names: Sequence[str], scores: Sequence[int]) -> list[int]:
-        if not scores:
-            return []
-        best, worst = min(scores), max(scores)
-        if best == worst:
-            return [MAX_NODE_SCORE] * len(scores)
-        span = worst - best
-        return [MAX_NODE_SCORE if s == best else (MAX_NODE_SCORE - 1) * (worst - s) // span for s in scores]
-
-    def _numa_usage(self, name: str, emulator: NodeEmulator) -> tuple[NUMANodeUsage, ...]:
-        kept = self._usage.get(name)
-        if kept is None or kept[0] is not emulator or kept[1] != emulator.state_version:
-            kept = self._usage[name] = (emulator, emulator.state_version, numa_usage(emulator))
-        return kept[2]
-
-
-def _node_left(pod: Pod, node: NodeInfo, resource: str) -> int:
-    allocatable = node_allocatable(node).get(resource, Fraction(0))
-    requested = sum((pod_request_list(p).get(resource, Fraction(0)) for p in (*node.pods, pod)), Fraction(0))
-    left = allocatable - requested
-    return milli_value(left) if resource == CPU else value(left)
+# Re-exported: the node answers live in kubeletemu.scheduler.exact, shared with the extender.
+__all__ = [
+    "EXACT",
+    "EXACT_NUMA",
+    "SETUPS",
+    "ExactNUMAFit",
+    "ExactScheduler",
+    "Verdict",
+    "WouldAdmit",
+    "exact_profile",
+]
 
 
 def exact_profile(would_admit: WouldAdmit, *, numa: bool = False) -> Profile:

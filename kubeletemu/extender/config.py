@@ -1,0 +1,230 @@
+"""``kubeletemu extender --config FILE``: one YAML document, ``kind: Extender``.
+
+```yaml
+apiVersion: kubeletemu.io/v1alpha1
+kind: Extender
+listen: 0.0.0.0:8443              # host:port of the HTTPS server (port 0: any free port)
+pathPrefix: /kubeletemu            # the path of the scheduler's urlPrefix; the verbs are served below it
+verbs: {filter: filter, prioritize: prioritize, preempt: preempt, bind: bind}   # these are the defaults
+tls:                               # required: the server serves mutual TLS only
+  certFile: /etc/kubeletemu/extender/tls.crt
+  keyFile: /etc/kubeletemu/extender/tls.key
+  clientCAFile: /etc/kubeletemu/extender/client-ca.crt   # kube-scheduler's client certificate's CA
+staleAfter: 30s                    # a node unheard for longer fails closed
+ledger: {ttl: 60s, closeOn: agent-report}   # or closeOn: ttl
+bind: {enabled: false, kubeconfig: /etc/kubernetes/scheduler.conf, context: ""}
+readiness: {expectedNodes: [worker-000, worker-001], when: all}   # all | any | always
+optInResources: [kubeletemu.io/exact-numa]   # say nothing about exclusivity (the pods' opt-in resource)
+maxBodyBytes: 3145728
+feeds: []                          # where the node agents' state comes from (kubeletemu.extender.feed_client)
+```
+
+Every field but ``tls`` has the default shown (``listen`` ``0.0.0.0:8443``, ``pathPrefix`` empty). Any
+problem is an :class:`ExtenderConfigError` naming the file and the field.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubeletemu.config import fields as read
+from kubeletemu.config.emulator_config import parse_duration
+from kubeletemu.extender.ledger import CLOSING_RULES, DEFAULT_TTL_S, AgentReport
+from kubeletemu.extender.mirrors import DEFAULT_STALE_AFTER_S
+from kubeletemu.extender.protocol import LIMITS
+from kubeletemu.simulate.errors import SimulationError
+from kubeletemu.simulate.spec import one_document, read_text
+
+KIND = "Extender"
+VERBS = ("filter", "prioritize", "preempt", "bind")
+READY_WHEN = ("all", "any", "always")
+_TOP_KEYS = (
+    "apiVersion",
+    "kind",
+    "listen",
+    "pathPrefix",
+    "verbs",
+    "tls",
+    "staleAfter",
+    "ledger",
+    "bind",
+    "readiness",
+    "optInResources",
+    "maxBodyBytes",
+    "feeds",
+)
+DEFAULT_MAX_BODY_BYTES = LIMITS.max_chars or 3 * 1024 * 1024
+
+
+class ExtenderConfigError(ValueError):
+    """A configuration that cannot start: ``file: field: reason``."""
+
+
+@dataclass(frozen=True)
+class _Where:
+    source: str
+
+    def error(self, path: str, problem: str) -> ExtenderConfigError:
+        return ExtenderConfigError(
+            f"{self.source}: {path}: {problem}" if path else f"{self.source}: {problem}"
+        )
+
+
+@dataclass(frozen=True)
+class TLSFiles:
+    cert_file: str
+    key_file: str
+    client_ca_file: str
+
+
+@dataclass(frozen=True)
+class BindSettings:
+    enabled: bool = False
+    kubeconfig: str | None = None
+    context: str | None = None
+
+
+@dataclass(frozen=True)
+class ExtenderConfig:
+    tls: TLSFiles
+    host: str = "0.0.0.0"
+    port: int = 8443
+    path_prefix: str = ""
+    verbs: Mapping[str, str] = field(default_factory=lambda: {v: v for v in VERBS})
+    stale_after: float = DEFAULT_STALE_AFTER_S
+    ledger_ttl: float = DEFAULT_TTL_S
+    close_on: str = AgentReport.name
+    bind: BindSettings = BindSettings()
+    expected_nodes: tuple[str, ...] = ()
+    ready_when: str = "all"
+    opt_in_resources: tuple[str, ...] = ()
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    # The node agents' feeds, as written (h45feed's kubeletemu.extender.feed_client reads them).
+    feeds: tuple[Mapping[str, Any], ...] = ()
+    source: str = "<extender>"
+
+    def path(self, verb: str) -> str:
+        """The URL path of ``verb``: ``pathPrefix/<verb name>``, as the scheduler joins urlPrefix and verb."""
+        return f"{self.path_prefix.rstrip('/')}/{self.verbs[verb]}"
+
+
+def load_config(path: str | os.PathLike[str]) -> ExtenderConfig:
+    try:
+        text = read_text(path)
+    except SimulationError as err:
+        raise ExtenderConfigError(str(err)) from None
+    return parse_config(text, str(path), os.path.dirname(os.fspath(path)))
+
+
+def parse_config(text: str, source: str = "<extender>", base_dir: str = ".") -> ExtenderConfig:
+    """The configuration in ``text``; relative file names are relative to ``base_dir``."""
+    where = _Where(source)
+    doc = one_document(where, text, KIND)
+    unknown = sorted(set(doc) - set(_TOP_KEYS))
+    if unknown:
+        raise where.error(unknown[0], f"unknown field: expected one of {', '.join(_TOP_KEYS)}")
+
+    def file_name(path: str, value: Any) -> str:
+        name = read.string(where, path, value)
+        if not name:
+            raise where.error(path, "must not be empty")
+        return name if os.path.isabs(name) else os.path.join(base_dir, name)
+
+    host, port = _listen(where, doc.get("listen", "0.0.0.0:8443"))
+    prefix = read.string(where, "pathPrefix", doc.get("pathPrefix", ""))
+    if prefix and not prefix.startswith("/"):
+        raise where.error("pathPrefix", f"must start with /, got {prefix!r}")
+    verbs = {v: v for v in VERBS}
+    for key, value in read.mapping(where, "verbs", doc.get("verbs")).items():
+        if key not in VERBS:
+            raise where.error(f"verbs.{key}", f"unknown verb: expected one of {', '.join(VERBS)}")
+        name = read.string(where, f"verbs.{key}", value)
+        if not name or "/" in name:
+            raise where.error(f"verbs.{key}", f"must be a non-empty path segment, got {name!r}")
+        verbs[key] = name
+    if len(set(verbs.values())) != len(verbs):
+        raise where.error("verbs", "two verbs share a path")
+
+    raw_tls = doc.get("tls")
+    if raw_tls is None:
+        raise where.error("tls", "Required value: the extender serves mutual TLS only")
+    tls_doc = _only(where, "tls", raw_tls, ("certFile", "keyFile", "clientCAFile"))
+    tls = TLSFiles(*(file_name(f"tls.{k}", tls_doc.get(k)) for k in ("certFile", "keyFile", "clientCAFile")))
+
+    ledger = _only(where, "ledger", doc.get("ledger"), ("ttl", "closeOn"))
+    close_on = read.string(where, "ledger.closeOn", ledger.get("closeOn", AgentReport.name))
+    if close_on not in CLOSING_RULES:
+        raise where.error("ledger.closeOn", f"expected one of {', '.join(CLOSING_RULES)}, got {close_on!r}")
+    bind = _only(where, "bind", doc.get("bind"), ("enabled", "kubeconfig", "context"))
+    enabled = read.boolean(where, "bind.enabled", bind.get("enabled", False))
+    kubeconfig = None if bind.get("kubeconfig") is None else file_name("bind.kubeconfig", bind["kubeconfig"])
+    context = (
+        None if bind.get("context") in (None, "") else read.string(where, "bind.context", bind["context"])
+    )
+    readiness = _only(where, "readiness", doc.get("readiness"), ("expectedNodes", "when"))
+    expected = tuple(
+        read.string(where, f"readiness.expectedNodes[{i}]", n)
+        for i, n in enumerate(read.sequence(where, "readiness.expectedNodes", readiness.get("expectedNodes")))
+    )
+    ready_when = read.string(where, "readiness.when", readiness.get("when", "all"))
+    if ready_when not in READY_WHEN:
+        raise where.error("readiness.when", f"expected one of {', '.join(READY_WHEN)}, got {ready_when!r}")
+    opt_in = tuple(
+        read.string(where, f"optInResources[{i}]", n)
+        for i, n in enumerate(read.sequence(where, "optInResources", doc.get("optInResources")))
+    )
+    max_body = read.integer(where, "maxBodyBytes", doc.get("maxBodyBytes", DEFAULT_MAX_BODY_BYTES))
+    if max_body < 1024:
+        raise where.error("maxBodyBytes", f"must be at least 1024, got {max_body}")
+    feeds = tuple(
+        read.mapping(where, f"feeds[{i}]", f)
+        for i, f in enumerate(read.sequence(where, "feeds", doc.get("feeds")))
+    )
+    return ExtenderConfig(
+        tls=tls,
+        host=host,
+        port=port,
+        path_prefix=prefix,
+        verbs=verbs,
+        stale_after=_seconds(where, "staleAfter", doc.get("staleAfter"), DEFAULT_STALE_AFTER_S),
+        ledger_ttl=_seconds(where, "ledger.ttl", ledger.get("ttl"), DEFAULT_TTL_S),
+        close_on=close_on,
+        bind=BindSettings(enabled, kubeconfig, context),
+        expected_nodes=expected,
+        ready_when=ready_when,
+        opt_in_resources=opt_in,
+        max_body_bytes=max_body,
+        feeds=feeds,
+        source=source,
+    )
+
+
+def _only(where: _Where, path: str, value: Any, keys: tuple[str, ...]) -> Mapping[str, Any]:
+    doc = read.mapping(where, path, value)
+    unknown = sorted(set(doc) - set(keys))
+    if unknown:
+        raise where.error(f"{path}.{unknown[0]}", f"unknown field: expected one of {', '.join(keys)}")
+    return doc
+
+
+def _listen(where: _Where, value: Any) -> tuple[str, int]:
+    text = read.string(where, "listen", value)
+    host, sep, port_text = text.rpartition(":")
+    if not sep or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+        raise where.error("listen", f"expected host:port, got {text!r}")
+    return host.strip("[]") or "0.0.0.0", int(port_text)
+
+
+def _seconds(where: _Where, path: str, value: Any, default: float) -> float:
+    if value is None:
+        return default
+    try:
+        seconds = parse_duration(read.string(where, path, value))
+    except ValueError as err:
+        raise where.error(path, str(err)) from None
+    if seconds <= 0:
+        raise where.error(path, f"must be positive, got {value!r}")
+    return seconds

@@ -1,0 +1,290 @@
+"""``kubeletemu extender``'s HTTPS server (aiohttp): the verbs kube-scheduler's ``HTTPExtender`` posts to
+(``POST <pathPrefix>/<verb>``, JSON in and out), and ``GET /healthz``, ``/readyz`` and ``/metrics``.
+
+* **Mutual TLS only.** ``enableHTTPS`` without a CA turns the scheduler's server-certificate check off and
+  the extender protocol has no token, so the server requires a client certificate signed by
+  ``tls.clientCAFile`` on every connection; a client without one is refused in the handshake.
+* **Never a 200 for a request not understood.** A body that is not the verb's message gets HTTP 400 and one
+  log line (a 200 with an empty ``NodeNames`` would read as "no node fits"); a body over ``maxBodyBytes``
+  gets 413; an internal error 500. For the scheduler every non-200 is an error: the pod's attempt fails
+  (retried later) unless the extender is ``ignorable``.
+* ``/healthz``: the process serves. ``/readyz``: 200 when the mirrors are ready as ``readiness.when``
+  says (``all``: every expected or ever-reported node fresh; ``any``: one; ``always``), else 503 with the
+  nodes that are not.
+* Bind is served only when ``bind.enabled``.
+
+The node agents' feeds are started by ``kubeletemu.extender.feed_client.start_feeds(config, mirrors)``
+when ``feeds`` names any: called once in the running loop after the mirrors exist; it may be a coroutine
+function; what it returns (if anything) is stopped at shutdown by its ``close()`` (awaited when it is a
+coroutine) or, for an ``asyncio.Task``, by cancelling it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import inspect
+import os
+import signal
+import ssl
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import uvloop
+from aiohttp import web
+
+from kubeletemu.extender.config import ExtenderConfig
+from kubeletemu.extender.engine import Engine
+from kubeletemu.extender.ledger import CLOSING_RULES, Ledger
+from kubeletemu.extender.metrics import CONTENT_TYPE, ExtenderMetrics
+from kubeletemu.extender.mirrors import FRESH, Mirrors
+from kubeletemu.extender.protocol import (
+    ExtenderBindingResult,
+    ProtocolError,
+    encode_binding_result,
+    encode_filter_result,
+    encode_preemption_result,
+    encode_priority_list,
+    parse_args,
+    parse_binding_args,
+    parse_preemption_args,
+)
+from kubeletemu.logger import get_logger
+
+log = get_logger("kubeletemu.extender")
+
+JSON = "application/json"
+
+
+class StartError(Exception):
+    """The server cannot start: one line saying why."""
+
+
+def server_ssl_context(config: ExtenderConfig) -> ssl.SSLContext:
+    """TLS 1.2 or later, the configured serving certificate, client certificates required and checked
+    against ``tls.clientCAFile``."""
+    tls = config.tls
+    for field, path in (
+        ("certFile", tls.cert_file),
+        ("keyFile", tls.key_file),
+        ("clientCAFile", tls.client_ca_file),
+    ):
+        if not os.path.isfile(path):
+            raise StartError(f"{config.source}: tls.{field}: {path}: no such file")
+    try:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=tls.client_ca_file)
+        context.load_cert_chain(tls.cert_file, tls.key_file)
+    except (ssl.SSLError, OSError) as err:
+        raise StartError(f"{config.source}: tls: cannot load the certificates: {err}") from None
+    context.verify_mode = ssl.CERT_REQUIRED
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    return context
+
+
+class ExtenderServer:
+    """The engine, its mirrors and ledger, behind an aiohttp application. ``clock`` drives staleness and
+    the ledger's TTL (tests inject one); ``binder`` replaces the API-server binder (tests)."""
+
+    def __init__(
+        self,
+        config: ExtenderConfig,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        binder: Any = None,
+    ) -> None:
+        self.config = config
+        self.mirrors = Mirrors(config.stale_after, clock, config.expected_nodes)
+        self.ledger = Ledger(config.ledger_ttl, CLOSING_RULES[config.close_on](), clock)
+        self.engine = Engine(self.mirrors, self.ledger, config.opt_in_resources)
+        self.metrics = ExtenderMetrics(self.mirrors, self.ledger)
+        self.binder = binder
+        self._runner: web.AppRunner | None = None
+        self._feeds: Any = None
+        self.port: int | None = None
+
+    # ---- the application -------------------------------------------------------------------------------
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=self.config.max_body_bytes)
+        verbs: dict[str, Callable[[bytes], Awaitable[bytes]]] = {
+            "filter": self._filter,
+            "prioritize": self._prioritize,
+            "preempt": self._preempt,
+        }
+        if self.config.bind.enabled:
+            verbs["bind"] = self._bind
+        for verb, answer in verbs.items():
+            app.router.add_post(self.config.path(verb), self._verb_handler(verb, answer))
+        app.router.add_get("/healthz", self._healthz)
+        app.router.add_get("/readyz", self._readyz)
+        app.router.add_get("/metrics", self._metrics)
+        return app
+
+    def _verb_handler(
+        self, verb: str, answer: Callable[[bytes], Awaitable[bytes]]
+    ) -> Callable[[web.Request], Awaitable[web.Response]]:
+        async def handle(request: web.Request) -> web.Response:
+            started = time.perf_counter()
+            try:
+                body = await request.read()
+                response = web.Response(body=await answer(body), content_type=JSON)
+            except web.HTTPRequestEntityTooLarge as err:
+                log.warning("request refused", verb=verb, peer=request.remote, status=413, error=err.text)
+                response = web.Response(status=413, text=f"{err.text}\n")
+            except ProtocolError as err:
+                log.warning("malformed request", verb=verb, peer=request.remote, status=400, error=str(err))
+                response = web.Response(status=400, text=f"malformed {verb} request: {err}\n")
+            except Exception as err:  # never a 200 for an answer not computed
+                log.exception("request failed", verb=verb, peer=request.remote, status=500, error=str(err))
+                response = web.Response(status=500, text=f"{verb} failed: {err}\n")
+            self.metrics.duration.labels(verb).observe(time.perf_counter() - started)
+            self.metrics.requests.labels(verb, str(response.status)).inc()
+            return response
+
+        return handle
+
+    async def _filter(self, body: bytes) -> bytes:
+        return encode_filter_result(self.engine.filter(parse_args(body)))
+
+    async def _prioritize(self, body: bytes) -> bytes:
+        return encode_priority_list(self.engine.prioritize(parse_args(body)))
+
+    async def _preempt(self, body: bytes) -> bytes:
+        return encode_preemption_result(self.engine.preempt(parse_preemption_args(body)))
+
+    async def _bind(self, body: bytes) -> bytes:
+        args = parse_binding_args(body)
+        if self.binder is None:
+            result = ExtenderBindingResult(error="the extender has no API server to bind with")
+        else:
+            result = await self.binder.bind(args)
+        if result.error:
+            log.warning(
+                "bind failed", pod=f"{args.pod_namespace}/{args.pod_name}", node=args.node, error=result.error
+            )
+            self.engine.bind_failed(args.pod_uid)
+        else:
+            self.engine.bound(args.pod_uid, args.node)
+        return encode_binding_result(result)
+
+    async def _healthz(self, request: web.Request) -> web.Response:
+        return web.Response(text="ok\n")
+
+    async def _readyz(self, request: web.Request) -> web.Response:
+        problems = self.not_ready()
+        if problems:
+            return web.Response(status=503, text="not ready: " + "; ".join(problems) + "\n")
+        return web.Response(text="ok\n")
+
+    def not_ready(self) -> list[str]:
+        """Why the extender is not ready (empty when it is)."""
+        when = self.config.ready_when
+        if when == "always":
+            return []
+        if when == "any":
+            return [] if self.mirrors.any_fresh() else ["no node has a fresh mirror"]
+        lookups = [self.mirrors.lookup(n) for n in self.mirrors.names()]
+        if not lookups:
+            return ["no node is expected or has reported"]
+        return [lk.reason for lk in lookups if lk.state != FRESH]
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        return web.Response(body=self.metrics.render(), headers={"Content-Type": CONTENT_TYPE})
+
+    # ---- serving ---------------------------------------------------------------------------------------
+
+    async def start(self) -> int:
+        """Serve on the configured address (mutual TLS); the port bound (the configured one, or the one
+        the system chose for port 0)."""
+        context = server_ssl_context(self.config)
+        if self.config.bind.enabled and self.binder is None:
+            self.binder = _api_binder(self.config)
+        runner = web.AppRunner(self.app(), access_log=None, handle_signals=False)
+        await runner.setup()
+        site = web.TCPSite(runner, self.config.host, self.config.port, ssl_context=context)
+        try:
+            await site.start()
+        except OSError as err:
+            await runner.cleanup()
+            raise StartError(f"listen {self.config.host}:{self.config.port}: {err.strerror or err}") from None
+        self._runner = runner
+        self.port = int(runner.addresses[0][1])  # the port 0 chose, if 0 was asked
+        await self._start_feeds()
+        return self.port
+
+    async def _start_feeds(self) -> None:
+        if not self.config.feeds:
+            return
+        try:
+            module = importlib.import_module("kubeletemu.extender.feed_client")
+        except ImportError as err:
+            raise StartError(
+                f"{self.config.source}: feeds: the node agents' feed client is missing: {err}"
+            ) from None
+        handle = module.start_feeds(self.config, self.mirrors)
+        if inspect.isawaitable(handle):
+            handle = await handle
+        self._feeds = handle
+
+    async def stop(self) -> None:
+        feeds, self._feeds = self._feeds, None
+        if isinstance(feeds, asyncio.Task):
+            feeds.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await feeds
+        elif feeds is not None and hasattr(feeds, "close"):
+            closing = feeds.close()
+            if inspect.isawaitable(closing):
+                await closing
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        if self.binder is not None and hasattr(self.binder, "close"):
+            await self.binder.close()
+
+
+def _api_binder(config: ExtenderConfig) -> Any:
+    try:
+        from kubeletemu.extender.binder import Binder
+    except ImportError:
+        raise StartError("bind.enabled needs lightkube: pip install 'kubeletemu[extender,nodes]'") from None
+    from kubeletemu.nodes.api import KubeconfigError
+
+    if config.bind.kubeconfig is None:
+        raise StartError(f"{config.source}: bind.kubeconfig: Required value when bind.enabled is true")
+    try:
+        return Binder(config.bind.kubeconfig, config.bind.context)
+    except KubeconfigError as err:
+        raise StartError(f"{config.source}: bind.kubeconfig: {err}") from None
+
+
+def run_until_stopped(
+    config: ExtenderConfig, on_ready: Callable[[ExtenderServer], None] | None = None
+) -> None:
+    """Serve until SIGINT or SIGTERM, on uvloop (as the daemon). :class:`StartError` when it cannot start."""
+
+    async def main() -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, task.cancel)
+        server = ExtenderServer(config)
+        try:
+            port = await server.start()
+            log.info(
+                "serving",
+                address=f"https://{config.host}:{port}{config.path_prefix}",
+                verbs=dict(config.verbs),
+            )
+            if on_ready is not None:
+                on_ready(server)
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.Event().wait()
+        finally:
+            await server.stop()
+
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        runner.run(main())
