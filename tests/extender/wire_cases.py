@@ -215,37 +215,18 @@ def _priorities(*scores: tuple[str, int]) -> list[dict[str, Any]]:
     return [{"Host": host, "Score": score} for host, score in scores]
 
 
-PRIORITIZE_CASES = [
-    _prioritize(
-        "scores",
-        _priorities(("node-a", 10), ("node-b", 3), ("node-c", 0)),
-        "each score times weight times MaxNodeScore / MaxExtenderPriority (10)",
-    ),
-    _prioritize(
-        "weight-5",
-        _priorities(("node-a", 10), ("node-b", 3)),
-        "weight 5; a node left out gets no extender score",
-        weight=5,
-    ),
-    _prioritize("empty", [], "[]: no scores"),
-    _prioritize("null", None, "null: no scores, the same as []"),
-    _prioritize(
-        "out-of-range",
-        _priorities(("node-a", 11), ("node-b", -1)),
-        "scores outside 0..10 are used as they are, unclamped",
-    ),
-    _prioritize(
-        "unknown-and-twice",
-        _priorities(("node-z", 5), ("node-a", 2), ("node-a", 3)),
-        "a host not in the request is dropped; a host twice is summed",
-    ),
-    _prioritize(
-        "two-nodes",
-        _priorities(("node-b", 7), ("node-c", 7)),
-        "the fewest nodes Prioritize is called with (one feasible node skips it)",
-        nodes=["node-b", "node-c"],
-    ),
+# (name, reply, why, description's changes)
+_PRIORITIZE: list[tuple[str, Any, str, dict[str, Any]]] = [
+    ("scores", _priorities(("node-a", 10), ("node-b", 3), ("node-c", 0)), "score x weight x 10", {}),
+    ("weight-5", _priorities(("node-a", 10), ("node-b", 3)), "weight 5; node-c unscored", {"weight": 5}),
+    ("empty", [], "[]: no scores", {}),
+    ("null", None, "null: no scores, the same as []", {}),
+    ("out-of-range", _priorities(("node-a", 11), ("node-b", -1)), "outside 0..10: unclamped", {}),
+    ("unknown-and-twice", _priorities(("node-z", 5), ("node-a", 2), ("node-a", 3)), "dropped; summed", {}),
+    # The fewest nodes Prioritize is called with: one feasible node skips it.
+    ("two-nodes", _priorities(("node-b", 7), ("node-c", 7)), "two nodes", {"nodes": ["node-b", "node-c"]}),
 ]
+PRIORITIZE_CASES = [_prioritize(name, reply, why, **changes) for name, reply, why, changes in _PRIORITIZE]
 
 
 PREEMPT_DESCRIPTION: dict[str, Any] = {
