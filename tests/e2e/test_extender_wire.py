@@ -21,6 +21,7 @@ one bound low-priority pod of 3 of its 4 CPUs:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -35,7 +36,7 @@ import pytest
 
 from tests.extender.gowire import NEWEST, SECOND, Wire, ensure
 from tests.extender.wire_cases import OPT_IN
-from tests.upstream import build, scheduler_plugins, schedulers
+from tests.upstream import build, exporters, scheduler_plugins, schedulers
 from tests.upstream.controlplane import ControlPlane, Process
 
 pytestmark = pytest.mark.slow
@@ -155,53 +156,46 @@ def _create(plane: ControlPlane, obj: dict[str, Any]) -> dict[str, Any]:
     return created
 
 
-@dataclass(frozen=True)
-class Capture:
-    wire: Wire
-    nodes: list[str]
-    victims: dict[str, dict[str, Any]]  # node -> its bound low-priority pod, as the API server holds it
-    preempt: Call
-    filter: Call
-    prioritize: Call
-    bind: Call
-    failed: str  # the node the Filter reply fails
-    top: str  # the node the Prioritize reply scores 10
-
-
 def _scheduler_binary(version: str) -> Path:
     if version == NEWEST.version:
         return build.ensure(None, ["kube-scheduler"]).path("kube-scheduler")
     return scheduler_plugins.ensure().path(scheduler_plugins.KUBE_SCHEDULER)
 
 
-@pytest.fixture(scope="module", params=[NEWEST, SECOND], ids=[NEWEST.version, SECOND.version])
-def capture(request: pytest.FixtureRequest, control_plane: ControlPlane) -> Iterator[Capture]:
-    pin = request.param
-    wire = ensure(pin)
+@dataclass(frozen=True)
+class Setup:
+    """A group's three nodes, each with its bound low-priority pod, and a kube-scheduler of one version whose
+    profile ``name`` has the recording extender (node-cache mode, every verb, weight 1)."""
+
+    plane: ControlPlane
+    group: str
+    name: str  # the scheduler's schedulerName
+    nodes: list[str]
+    victims: dict[str, dict[str, Any]]  # node -> its bound low-priority pod, as the API server holds it
+    extender: RecordingExtender
+    scheduler: Process
+
+    def create_pod(self, prefix: str, cpus: str) -> dict[str, Any]:
+        """A high-priority pod of the group for this scheduler, asking the extender (its managed resource)."""
+        return _create(self.plane, _pod(f"{prefix}-{self.group}", self.group, cpus, scheduler=self.name))
+
+
+@contextlib.contextmanager
+def _setup(plane: ControlPlane, version: str, replies: dict[str, bytes]) -> Iterator[Setup]:
     group = f"w{uuid.uuid4().hex[:6]}"
     nodes = [f"{group}-{index}" for index in range(3)]
-    failed, top = nodes[0], nodes[2]
-    control_plane.namespace_with_account(NAMESPACE)
+    plane.namespace_with_account(NAMESPACE)
     priority_class = {
         "apiVersion": "scheduling.k8s.io/v1",
         "kind": "PriorityClass",
         "metadata": {"name": HIGH_PRIORITY},
         "value": 1000,
     }
-    result = control_plane.kubectl("create", "-f", "-", input=json.dumps(priority_class), check=False)
+    result = plane.kubectl("create", "-f", "-", input=json.dumps(priority_class), check=False)
     assert result.returncode == 0 or "AlreadyExists" in result.stderr, result.stderr
-    extender = RecordingExtender(
-        {
-            "filter": json.dumps(
-                {"NodeNames": nodes[1:], "FailedNodes": {failed: "refused by the test"}}
-            ).encode(),
-            "prioritize": json.dumps([{"Host": nodes[1], "Score": 0}, {"Host": top, "Score": 10}]).encode(),
-            "preempt": b'{"NodeNameToMetaVictims":{}}',
-            "bind": b'{"Error":""}',
-        }
-    )
+    extender = RecordingExtender(replies)
     name = f"wire-{group}"
-    config = schedulers.default_config(control_plane.kubeconfig, name)
+    config = schedulers.default_config(plane.kubeconfig, name)
     config["extenders"] = [
         {
             "urlPrefix": extender.url_prefix,
@@ -214,45 +208,63 @@ def capture(request: pytest.FixtureRequest, control_plane: ControlPlane) -> Iter
             "managedResources": [{"name": OPT_IN, "ignoredByScheduler": True}],
         }
     ]
-    path = schedulers.write(config, control_plane.workdir / f"{name}.config.json")
+    path = schedulers.write(config, plane.workdir / f"{name}.config.json")
     scheduler: Process | None = None
     try:
         for node in nodes:
-            _create(control_plane, _node(node, group))
+            _create(plane, _node(node, group))
         victims = {
-            node: _create(control_plane, _pod(f"low-{node}", group, "3", scheduler=name, node=node))
-            for node in nodes
+            node: _create(plane, _pod(f"low-{node}", group, "3", scheduler=name, node=node)) for node in nodes
         }
-        scheduler = control_plane.start_scheduler(
-            [f"--config={path}"], binary=_scheduler_binary(pin.version), name=name
-        )
-        # The preemptor first, alone: no Bind has assumed a pod on a node yet, so each node's victim is its
-        # one low-priority pod. Deleted once Preempt was called (it would be retried with backoff).
-        preemptor = _create(control_plane, _pod(f"high-{group}", group, "2", scheduler=name))
-        preempt = extender.first("preempt", preemptor["metadata"]["uid"])
-        control_plane.kubectl("-n", NAMESPACE, "delete", "pod", preemptor["metadata"]["name"], "--wait=false")
-        fits = _create(control_plane, _pod(f"fit-{group}", group, "1", scheduler=name))
-        uid = fits["metadata"]["uid"]
-        yield Capture(
-            wire,
-            nodes,
-            victims,
-            preempt,
-            extender.first("filter", uid),
-            extender.first("prioritize", uid),
-            extender.first("bind", uid),
-            failed,
-            top,
-        )
+        scheduler = plane.start_scheduler([f"--config={path}"], binary=_scheduler_binary(version), name=name)
+        yield Setup(plane, group, name, nodes, victims, extender, scheduler)
     finally:
         if scheduler is not None:
-            control_plane.stop_process(scheduler)
+            plane.stop_process(scheduler)
         extender.stop()
-        control_plane.kubectl(
+        plane.kubectl(
             "-n", NAMESPACE, "delete", "pods", "-l", f"{LABEL}={group}", "--wait=false", check=False
         )
         for node in nodes:
-            control_plane.kubectl("delete", "node", node, "--wait=false", check=False)
+            plane.kubectl("delete", "node", node, "--wait=false", check=False)
+
+
+PINS = [NEWEST, SECOND]
+VERSION_IDS = [pin.version for pin in PINS]
+
+
+@dataclass(frozen=True)
+class Capture:
+    wire: Wire
+    setup: Setup
+    preempt: Call
+    filter: Call
+    prioritize: Call
+    bind: Call
+    failed: str  # the node the Filter reply fails
+    top: str  # the node the Prioritize reply scores 10
+
+
+@pytest.fixture(scope="module", params=PINS, ids=VERSION_IDS)
+def capture(request: pytest.FixtureRequest, control_plane: ControlPlane) -> Iterator[Capture]:
+    pin = request.param
+    replies = {"preempt": b'{"NodeNameToMetaVictims":{}}', "bind": b'{"Error":""}'}
+    with _setup(control_plane, pin.version, replies) as setup:
+        failed, second, top = setup.nodes
+        replies["filter"] = json.dumps(
+            {"NodeNames": [second, top], "FailedNodes": {failed: "refused"}}
+        ).encode()
+        replies["prioritize"] = json.dumps(
+            [{"Host": second, "Score": 0}, {"Host": top, "Score": 10}]
+        ).encode()
+        # The preemptor first, alone: no Bind has assumed a pod on a node yet, so each node's victim is its
+        # one low-priority pod. Deleted once Preempt was called (it would be retried with backoff).
+        preemptor = setup.create_pod("high", "2")
+        preempt = setup.extender.first("preempt", preemptor["metadata"]["uid"])
+        control_plane.kubectl("-n", NAMESPACE, "delete", "pod", preemptor["metadata"]["name"], "--wait=false")
+        uid = setup.create_pod("fit", "1")["metadata"]["uid"]
+        calls = [setup.extender.first(verb, uid) for verb in ("filter", "prioritize", "bind")]
+        yield Capture(ensure(pin), setup, preempt, *calls, failed, top)
 
 
 def _calls(capture: Capture) -> dict[str, Call]:
@@ -274,17 +286,35 @@ def test_requests_are_gos_encoding_of_the_v1_types(capture: Capture) -> None:
 def test_requests_are_what_the_wire_program_builds(capture: Capture) -> None:
     filter_args = json.loads(capture.filter.body)
     pod = filter_args["Pod"]
-    assert sorted(filter_args["NodeNames"]) == capture.nodes
+    assert sorted(filter_args["NodeNames"]) == capture.setup.nodes
     filter_desc = {"pod": pod, "nodes": filter_args["NodeNames"]}
     assert capture.filter.body == capture.wire.encode_request("filter", filter_desc)
     # Prioritize gets the nodes Filter passed: not the failed one.
     prioritize_args = json.loads(capture.prioritize.body)
-    assert sorted(prioritize_args["NodeNames"]) == [n for n in capture.nodes if n != capture.failed]
+    assert sorted(prioritize_args["NodeNames"]) == [n for n in capture.setup.nodes if n != capture.failed]
     prioritize_desc = {"pod": pod, "nodes": prioritize_args["NodeNames"]}
     assert capture.prioritize.body == capture.wire.encode_request("prioritize", prioritize_desc)
     # Bind is asked for the node Prioritize scored 10 (100 on top of the plugins' equal scores).
     assert capture.bind.body == capture.wire.encode_request("bind", {"pod": pod, "node": capture.top})
     preemptor = json.loads(capture.preempt.body)["Pod"]
-    victims = {node: {"Pods": [victim], "NumPDBViolations": 0} for node, victim in capture.victims.items()}
+    victims = {node: {"Pods": [pod], "NumPDBViolations": 0} for node, pod in capture.setup.victims.items()}
     preempt_desc = {"pod": preemptor, "nodeNameToVictims": victims}
     assert capture.preempt.body == capture.wire.encode_request("preempt", preempt_desc)
+
+
+@pytest.mark.parametrize("pin", PINS, ids=VERSION_IDS)
+def test_a_null_meta_victims_makes_kube_scheduler_exit(
+    pin: exporters.ExporterPin, control_plane: ControlPlane
+) -> None:
+    """golden preempt-nil-victims: convertToVictims dereferences a node's null MetaVictims, in the scheduling
+    goroutine, and HandleCrash re-raises the panic: the process exits."""
+    replies = {"filter": b"{}", "prioritize": b"[]", "bind": b"{}"}
+    with _setup(control_plane, pin.version, replies) as setup:
+        replies["preempt"] = json.dumps({"NodeNameToMetaVictims": {setup.nodes[0]: None}}).encode()
+        preemptor = setup.create_pod("high", "2")
+        setup.extender.first("preempt", preemptor["metadata"]["uid"])
+        code = setup.scheduler.popen.wait(WAIT)
+        assert code != 0
+        log = setup.scheduler.log.read_text(errors="replace")
+        assert "invalid memory address or nil pointer dereference" in log, setup.scheduler.tail()
+        assert "convertToVictims" in log, setup.scheduler.tail()
