@@ -204,12 +204,14 @@ def main(argv: list[str] | None = None) -> int:
         help=f"a pinned minor or release (repeatable; default {max(PINS)}); 'all' for every pin",
     )
     # The node topology exporters (tests/upstream/exporters.py), the fake CRI the real kubelet runs over
-    # (tests/upstream/kubelet.py) and scheduler-plugins' scheduler with its kube-scheduler
+    # (tests/upstream/kubelet.py), the extender wire's Go program at each kube-scheduler version
+    # (tests/extender/gowire.py) and scheduler-plugins' scheduler with its kube-scheduler
     # (tests/upstream/scheduler_plugins.py) are pinned apart from Kubernetes: built once whatever --version
     # says.
+    from tests.extender import gowire
     from tests.upstream import exporters, kubelet, scheduler_plugins
 
-    tools = (*exporters.PINS, kubelet.FAKECRI)
+    tools = (*exporters.PINS, kubelet.FAKECRI, *gowire.WIRE_PINS)
     apart = (*(pin.component for pin in tools), *scheduler_plugins.COMPONENTS)
     parser.add_argument(
         "--components",

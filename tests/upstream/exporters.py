@@ -40,6 +40,11 @@ class ExporterPin:
     package: str
     version: str
     ldflags: tuple[str, ...]
+    # An alternate go.mod in module_dir (``go build -modfile``; its go.sum is the same name ending ``.sum``):
+    # one source built at several versions of its dependencies.
+    modfile: str = "go.mod"
+    # CGO_ENABLED=0, as the Kubernetes builds: a pin that shares compiled k8s.io packages with them.
+    static: bool = False
 
     def output(self) -> Path:
         return build.cache_root() / self.component / self.version / self.component
@@ -72,9 +77,11 @@ COMPONENTS = tuple(p.component for p in PINS)
 
 
 def _argv(pin: ExporterPin, out: Path) -> list[str]:
+    modfile = [] if pin.modfile == "go.mod" else [f"-modfile={pin.modfile}"]
     return [
         "go",
         "build",
+        *modfile,
         "-trimpath",
         "-buildvcs=false",
         "-ldflags",
@@ -85,15 +92,23 @@ def _argv(pin: ExporterPin, out: Path) -> list[str]:
     ]
 
 
+def _env(pin: ExporterPin) -> dict[str, str] | None:
+    return {**os.environ, "CGO_ENABLED": "0"} if pin.static else None
+
+
 def _key(pin: ExporterPin) -> str:
     digest = hashlib.sha256()
     go = subprocess.run(["go", "env", "GOVERSION"], check=True, capture_output=True, text=True).stdout.strip()
-    for part in (
-        (pin.module_dir / "go.mod").read_bytes(),
-        (pin.module_dir / "go.sum").read_bytes(),
+    modfile = pin.module_dir / pin.modfile
+    parts = [
+        modfile.read_bytes(),
+        modfile.with_suffix(".sum").read_bytes(),
         go.encode(),
         " ".join(_argv(pin, Path("-"))).encode(),
-    ):
+    ]
+    if pin.static:  # only then: the keys of the pins built with the toolchain's cgo setting stay as they were
+        parts.append(b"CGO_ENABLED=0")
+    for part in parts:
         digest.update(len(part).to_bytes(8, "big") + part)
     return digest.hexdigest()[:16]
 
@@ -113,9 +128,9 @@ def ensure_exporter(pin: ExporterPin, log: Callable[[str], None] = build._stderr
             return out
         log(f"building {pin.component} {pin.version} in {pin.module_dir}")
         started = time.monotonic()
-        # The toolchain's own cgo setting: the exporters share no compiled package with the Kubernetes
-        # builds (other k8s.io versions), so the CGO_ENABLED=0 those use would buy nothing here.
-        subprocess.run(_argv(pin, out), check=True, cwd=pin.module_dir)
+        # The exporters keep the toolchain's own cgo setting: they share no compiled package with the
+        # Kubernetes builds (other k8s.io versions), so the CGO_ENABLED=0 those use would buy nothing there.
+        subprocess.run(_argv(pin, out), check=True, cwd=pin.module_dir, env=_env(pin))
         log(f"built {pin.component} in {time.monotonic() - started:.0f} s")
         stamp.write_text(key + "\n")
     return out
