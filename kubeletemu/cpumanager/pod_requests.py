@@ -42,6 +42,14 @@ def is_integral_cpu_amount(quantity: Quantity) -> bool:
     return quantity.value() * 1000 == quantity.milli_value()
 
 
+def resources_qualify_for_exclusive_cpus(container: Container) -> bool:
+    """``resourcesQualifyForExclusiveCPUs`` (``cpu_manager.go`` at v1.37.2): equivalent Guaranteed with an
+    integral CPU limit."""
+    return is_container_equivalent_qos_guaranteed(container) and is_integral_cpu_amount(
+        container.limits.get(CPU, _ZERO)
+    )
+
+
 # kubernetes#133279 (1.34): the CPU and Memory Managers leave pods with pod-level resources alone.
 SKIP_POD_LEVEL_RESOURCES = "cpumemorymanager.skip-pod-level-resources"
 # After v1.36.3: validatePodScopeResources also checks a regular init container's exclusive request.
