@@ -23,13 +23,13 @@ from kubeletemu.containermanager import (
     held_summary,
     without_allocations,
 )
-from kubeletemu.lifecycle.pod_features import PodFeaturesAdmitHandler
+from kubeletemu.lifecycle.pod_features import POD_LEVEL_RESOURCES_GATE, PodFeaturesAdmitHandler
 from kubeletemu.lifecycle.predicate import PredicateAdmitHandler
 from kubeletemu.machine import Machine
 from kubeletemu.missing_checkpoints import check_checkpoints_present
 from kubeletemu.node_allocatable import NodeAllocatable, capacity_from_host, compute_node_allocatable
 from kubeletemu.node_topology import NodeTopologyReport, node_topology
-from kubeletemu.pod import Pod
+from kubeletemu.pod import FIX_KUBELET_QOS_CLASS_GATE, Pod, QOSClass, compute_qos
 from kubeletemu.registry import REGISTRY_DIR, AdmittedPod, PodRegistry
 from kubeletemu.topologymanager import TopologyHint, TopologyManagerError
 from kubeletemu.topologymanager.numa_scorer import TieBreakDecision
@@ -83,6 +83,9 @@ class AdmissionReport:
     # Pods the kubelet evicted to admit this critical pod (``CriticalPodAdmissionHandler``); they end
     # Failed/Preempting and hold nothing afterwards.
     preempted: tuple[Pod, ...] = ()
+    # The pod's QoS class as this kubelet computes it (its gates: pod-level resources and, from 1.37,
+    # PodLevelResourcesFixKubeletQOSClass); None in reports made without a kubelet.
+    qos_class: QOSClass | None = None
 
 
 class NodeEmulator:
@@ -296,7 +299,17 @@ class NodeEmulator:
         version = self.config.emulator.kubelet_version
         return PodFeaturesAdmitHandler(effective_gates(version, self.config.kubelet.feature_gates), version)
 
+    def qos_class(self, pod: Pod) -> QOSClass:
+        """``v1qos.GetPodQOS`` of this kubelet: the managers' and the preemption's class of ``pod``."""
+        gates = effective_gates(self.config.emulator.kubelet_version, self.config.kubelet.feature_gates)
+        return compute_qos(
+            pod, gates.get(POD_LEVEL_RESOURCES_GATE, False), gates.get(FIX_KUBELET_QOS_CLASS_GATE, False)
+        )
+
     def _run_chain(self, cm: ContainerManager, pod: Pod) -> AdmissionReport:
+        return replace(self._chain(cm, pod), qos_class=self.qos_class(pod))
+
+    def _chain(self, cm: ContainerManager, pod: Pod) -> AdmissionReport:
         """The resource allocator (Topology Manager and its providers), then the predicate handler's
         node fit, then the pod-features handler (pod-level resources with the gate off; from 1.34): the
         kubelet's order, so a pod refused by several reports the earliest handler's reason."""

@@ -19,6 +19,8 @@ RESTART_POLICY_ALWAYS = "Always"
 # never change, or pods admitted before the change would get new UIDs when re-read).
 DERIVED_UID_NAMESPACE = uuid.UUID("6c1e3f5e-8d7a-5b43-9a56-2f0d3c4b7e11")
 _QOS_RESOURCES = ("cpu", "memory")
+# v1.37.2 ``pkg/features``: beta, on; depends on PodLevelResources. Which ``spec.resources`` decide the QoS.
+FIX_KUBELET_QOS_CLASS_GATE = "PodLevelResourcesFixKubeletQOSClass"
 
 ResourceList = Mapping[str, Quantity]
 _EMPTY: ResourceList = MappingProxyType({})
@@ -101,25 +103,39 @@ def is_pod_level_resources_set(pod: Pod) -> bool:
     return any(n in ("cpu", "memory") or n.startswith("hugepages-") for n in names)
 
 
-def compute_qos(pod: Pod, pod_level_resources_enabled: bool = False) -> QOSClass:
+def compute_qos(
+    pod: Pod, pod_level_resources_enabled: bool = False, fix_kubelet_qos_class: bool = False
+) -> QOSClass:
     """``ComputePodQOS``: only cpu and memory count; zero quantities are ignored.
 
     Guaranteed needs cpu and memory limits on every container (init containers included) and every
     request equal to its limit. With pod-level resources (gate ``PodLevelResources``) the pod's own
-    ``spec.resources`` decides instead.
+    ``spec.resources`` decides instead: up to 1.36 whenever it is there, even empty (``resources: {}`` is
+    BestEffort whatever the containers ask); from 1.37 with ``PodLevelResourcesFixKubeletQOSClass`` (beta,
+    on) only when it names a supported pod-level resource (``IsPodLevelResourcesSet``), else the
+    containers decide (``pkg/apis/core/v1/helper/qos/qos.go`` at v1.37.2, kubernetes#137150; v1.36.3
+    tests ``pod.Spec.Resources != nil`` alone).
+
+    1.37 also rewrote the rule per container (``requirementsQOS``: Burstable as soon as one container is,
+    or when BestEffort and Guaranteed containers mix) where 1.36 summed requests and limits over the
+    containers. For every valid pod (no request above its limit, which the API server's validation and
+    ``kubeletemu.manifest`` refuse) both give the same class, so one rule serves every version.
 
     The kubelet recomputes it at each use (several per admission); a Pod here is frozen, so the answer is
     kept on the instance (outside its fields: equality and ``replace`` are unaffected).
     """
-    key = "_qos_pod_level" if pod_level_resources_enabled else "_qos"
+    key = f"_qos_{int(pod_level_resources_enabled)}{int(fix_kubelet_qos_class)}"
     cached: QOSClass | None = pod.__dict__.get(key)
     if cached is None:
-        cached = pod.__dict__[key] = _compute_qos(pod, pod_level_resources_enabled)
+        cached = pod.__dict__[key] = _compute_qos(pod, pod_level_resources_enabled, fix_kubelet_qos_class)
     return cached
 
 
-def _compute_qos(pod: Pod, pod_level_resources_enabled: bool) -> QOSClass:
-    if pod_level_resources_enabled and pod.resources is not None:
+def _compute_qos(pod: Pod, pod_level_resources_enabled: bool, fix_kubelet_qos_class: bool) -> QOSClass:
+    pod_level = pod_level_resources_enabled and pod.resources is not None
+    if pod_level and fix_kubelet_qos_class:
+        pod_level = is_pod_level_resources_set(pod)
+    if pod_level and pod.resources is not None:
         groups: list[tuple[ResourceList, ResourceList]] = [(pod.resources.requests, pod.resources.limits)]
     else:
         groups = [(c.requests, c.limits) for c in (*pod.containers, *pod.init_containers)]

@@ -9,9 +9,17 @@ from kubeletemu.cpumanager.policy_options import (
     POD_LEVEL_RESOURCES_GATE,
     merged_gates,
 )
-from kubeletemu.pod import Container, Pod, QOSClass, compute_qos, is_pod_level_resources_set
+from kubeletemu.pod import (
+    FIX_KUBELET_QOS_CLASS_GATE,
+    Container,
+    Pod,
+    QOSClass,
+    compute_qos,
+    is_pod_level_resources_set,
+)
 from kubeletemu.quantity import Quantity
 from kubeletemu.versions.behaviours import in_effect, step_at
+from kubeletemu.versions.gates import default_gates
 from kubeletemu.versions.version import MASTER
 
 CPU = "cpu"
@@ -34,6 +42,14 @@ def is_integral_cpu_amount(quantity: Quantity) -> bool:
     return quantity.value() * 1000 == quantity.milli_value()
 
 
+def resources_qualify_for_exclusive_cpus(container: Container) -> bool:
+    """``resourcesQualifyForExclusiveCPUs`` (``cpu_manager.go`` at v1.37.2): equivalent Guaranteed with an
+    integral CPU limit."""
+    return is_container_equivalent_qos_guaranteed(container) and is_integral_cpu_amount(
+        container.limits.get(CPU, _ZERO)
+    )
+
+
 # kubernetes#133279 (1.34): the CPU and Memory Managers leave pods with pod-level resources alone.
 SKIP_POD_LEVEL_RESOURCES = "cpumemorymanager.skip-pod-level-resources"
 # After v1.36.3: validatePodScopeResources also checks a regular init container's exclusive request.
@@ -50,11 +66,18 @@ class RequestCalculator:
         gates = merged_gates(feature_gates)
         self.pod_level_resources = gates[POD_LEVEL_RESOURCES_GATE]
         self.pod_level_resource_managers = gates[POD_LEVEL_RESOURCE_MANAGERS_GATE]
+        # From 1.37 only (the gate is unknown before): the version's default unless set.
+        self.fix_kubelet_qos_class = gates.get(
+            FIX_KUBELET_QOS_CLASS_GATE,
+            default_gates(kubelet_version, (FIX_KUBELET_QOS_CLASS_GATE,)).get(
+                FIX_KUBELET_QOS_CLASS_GATE, False
+            ),
+        )
         self.skip_step = step_at(SKIP_POD_LEVEL_RESOURCES, kubelet_version)
         self.init_pool_check = in_effect(POD_LEVEL_INIT_POOL_CHECK, kubelet_version)
 
     def qos(self, pod: Pod) -> QOSClass:
-        return compute_qos(pod, self.pod_level_resources)
+        return compute_qos(pod, self.pod_level_resources, self.fix_kubelet_qos_class)
 
     def pod_level_managed(self, pod: Pod) -> bool:
         """Pod-level resources set and ``PodLevelResourceManagers`` on."""

@@ -218,7 +218,10 @@ class AdmissionServicer(pb_grpc.AdmissionServicer):
 
     @serialized
     def ListPods(self, request: pb.ListPodsRequest, context: Any) -> pb.ListPodsResponse:
-        return pb.ListPodsResponse(pods=[convert.admitted_pod_msg(p, cs) for p, cs in self.emulator().pods()])
+        emulator = self.emulator()
+        return pb.ListPodsResponse(
+            pods=[convert.admitted_pod_msg(p, cs, emulator.qos_class(p)) for p, cs in emulator.pods()]
+        )
 
     @serialized
     def GetNodeTopology(self, request: pb.GetNodeTopologyRequest, context: Any) -> pb.NodeTopology:

@@ -11,7 +11,7 @@ from kubeletemu.containermanager import ContainerAllocation, TopologyOverrides
 from kubeletemu.emulator import AdmissionReport
 from kubeletemu.lifecycle.preemption import PREEMPTED_MESSAGE, PREEMPTED_PHASE, PREEMPTED_REASON
 from kubeletemu.node_topology import NodeTopologyReport
-from kubeletemu.pod import Pod, compute_qos
+from kubeletemu.pod import Pod, QOSClass, compute_qos
 from kubeletemu.podresources import nrt
 from kubeletemu.podresources.fingerprint import Status
 from kubeletemu.scheduler.framework import Decision
@@ -85,7 +85,7 @@ def admit_response(report: AdmissionReport) -> pb.AdmitResponse:
         reason=report.reason,
         message=report.message,
         decided_by=report.decided_by,
-        qos_class=compute_qos(pod).value,
+        qos_class=(report.qos_class or compute_qos(pod)).value,
         containers=[container_msg(c) for c in report.containers],
         score_decisions=[
             pb.ScoreDecision(
@@ -112,12 +112,15 @@ def admit_response(report: AdmissionReport) -> pb.AdmitResponse:
     )
 
 
-def admitted_pod_msg(pod: Pod, containers: Iterable[ContainerAllocation]) -> pb.AdmittedPod:
+def admitted_pod_msg(
+    pod: Pod, containers: Iterable[ContainerAllocation], qos_class: QOSClass | None = None
+) -> pb.AdmittedPod:
+    """``qos_class``: the kubelet's (``NodeEmulator.qos_class``); without it, the containers'."""
     return pb.AdmittedPod(
         name=pod.name,
         namespace=pod.namespace,
         uid=pod.uid,
-        qos_class=compute_qos(pod).value,
+        qos_class=(qos_class or compute_qos(pod)).value,
         containers=[container_msg(c) for c in containers],
     )
 

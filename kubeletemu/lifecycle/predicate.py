@@ -57,7 +57,7 @@ from kubeletemu.lifecycle.resources import (
     quantity_amount,
     without_missing_extended_resources,
 )
-from kubeletemu.pod import Pod
+from kubeletemu.pod import FIX_KUBELET_QOS_CLASS_GATE, Pod
 from kubeletemu.quantity import Quantity
 from kubeletemu.versions.behaviours import step_at
 from kubeletemu.versions.gates import default_gates
@@ -144,10 +144,10 @@ class PredicateDecision:
 
 
 def merged_gates(feature_gates: Mapping[str, bool] | None, kubelet_version: str = MASTER) -> dict[str, bool]:
-    """The two gates the node fit reads at ``kubelet_version`` (its defaults; a gate that version does not
-    know is off), ``feature_gates`` winning."""
-    known = default_gates(kubelet_version, (POD_LEVEL_RESOURCES_GATE, DRA_EXTENDED_RESOURCE_GATE))
-    gates = {POD_LEVEL_RESOURCES_GATE: False, DRA_EXTENDED_RESOURCE_GATE: False, **known}
+    """The gates the node fit and the preemption read at ``kubelet_version`` (its defaults; a gate that
+    version does not know is off), ``feature_gates`` winning."""
+    names = (POD_LEVEL_RESOURCES_GATE, DRA_EXTENDED_RESOURCE_GATE, FIX_KUBELET_QOS_CLASS_GATE)
+    gates = {name: False for name in names} | default_gates(kubelet_version, names)
     return {**gates, **(feature_gates or {})}
 
 
@@ -272,6 +272,7 @@ class PredicateAdmitHandler:
         gates = merged_gates(feature_gates, kubelet_version)
         self.pod_level_resources = gates[POD_LEVEL_RESOURCES_GATE]
         self.dra_extended_resource = gates[DRA_EXTENDED_RESOURCE_GATE]
+        self.fix_kubelet_qos_class = gates[FIX_KUBELET_QOS_CLASS_GATE]
         # The admitted pods' requests by object identity (the pod is kept, so its id cannot be reused),
         # like the scheduler's PodInfo.cachedResource; rebuilt on every call to hold only current pods.
         self._requests: dict[int, tuple[Pod, Resource]] = {}
@@ -358,7 +359,11 @@ class PredicateAdmitHandler:
             )
             try:
                 victims = pods_to_preempt(
-                    pod, others, requirements, pod_level_resources=self.pod_level_resources
+                    pod,
+                    others,
+                    requirements,
+                    pod_level_resources=self.pod_level_resources,
+                    fix_kubelet_qos_class=self.fix_kubelet_qos_class,
                 )
             except PreemptionError as err:
                 return PredicateDecision(

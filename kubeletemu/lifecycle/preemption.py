@@ -179,14 +179,20 @@ def pods_to_preempt_by_distance(pods: Sequence[Pod], requirements: Requirements)
 
 
 def pods_to_preempt(
-    preemptor: Pod, pods: Iterable[Pod], requirements: Requirements, *, pod_level_resources: bool = False
+    preemptor: Pod,
+    pods: Iterable[Pod],
+    requirements: Requirements,
+    *,
+    pod_level_resources: bool = False,
+    fix_kubelet_qos_class: bool = False,
 ) -> list[Pod]:
     """``getPodsToPreempt``: the victims, best-effort first, then burstable, then guaranteed; raises
-    :class:`PreemptionError` when the preemptable pods cannot cover ``requirements``."""
+    :class:`PreemptionError` when the preemptable pods cannot cover ``requirements``. The QoS classes are
+    ``v1qos.GetPodQOS``'s under the two gates (``compute_qos``)."""
     groups: Mapping[QOSClass, list[Pod]] = {q: [] for q in QOSClass}
     for pod in pods:
         if preemptable(preemptor, pod):
-            groups[compute_qos(pod, pod_level_resources)].append(pod)
+            groups[compute_qos(pod, pod_level_resources, fix_kubelet_qos_class)].append(pod)
     best_effort = groups[QOSClass.BEST_EFFORT]
     burstable = groups[QOSClass.BURSTABLE]
     guaranteed = groups[QOSClass.GUARANTEED]

@@ -24,9 +24,15 @@ manager's providers (``container_manager_linux.go``: ``GetCPUs`` = ``GetExclusiv
 Per kubelet version (``kubeletVersion``; rows in ``versions/data/behaviours/podresources.json``): the three
 gates above take that version's defaults and locks (``Get`` off in 1.33, on from 1.34, locked on from 1.36;
 ``List`` of every pod in 1.33, whose kubelet has no ``KubeletPodResourcesListUseActivePods``); the pod-level
-``PodResources.cpu_ids`` and ``memory`` of KEP-5526 (kubernetes#138738) exist only in ``master`` — the
-kubelet staging ``api.proto`` has no field 4/5 up to v0.37.0-beta.0 — so a 1.36 kubelet's pod-level allocation
-(``PodLevelResourceManagers``, alpha) is not reported. ``ClaimResource.share_id`` (1.35) and
+``PodResources.cpu_ids`` and ``memory`` of KEP-5526 (kubernetes#138738) are served from 1.37 — the kubelet
+staging ``api.proto`` has no field 4/5 before — so a 1.36 kubelet's pod-level allocation
+(``PodLevelResourceManagers``, alpha) is not reported. The same PR made 1.37's ``GetCPUs`` / ``GetMemory``
+(``container_manager_linux.go`` at v1.37.2) report a container's CPUs or memory only at
+``ResourceIsolationContainer`` (the CPU and Memory Managers' ``GetResourceIsolationLevel``): with the gate on,
+a container of a pod whose pod-level resources are set lists no CPUs unless it qualifies for exclusive CPUs
+(equivalent Guaranteed, integral CPU limit) and no memory unless it is equivalent Guaranteed; its share of
+the pod's pool shows only in the pod's fields. 1.36 lists that share on every container holding it
+(``GetExclusiveCPUs`` / ``GetMemory`` of the state's entry). ``ClaimResource.share_id`` (1.35) and
 ``dynamic_resources`` never occur: the emulator has no DRA driver.
 
 Pure engine: protobuf messages, no gRPC. Call it under the daemon's lock so a read sees one node.
@@ -41,9 +47,14 @@ from dataclasses import dataclass
 from kubeletemu._proto.podresources.v1 import api_pb2 as v1
 from kubeletemu._proto.podresources.v1alpha1 import api_pb2 as v1alpha1
 from kubeletemu.config import Config
+from kubeletemu.cpumanager.pod_requests import (
+    is_container_equivalent_qos_guaranteed,
+    resources_qualify_for_exclusive_cpus,
+)
+from kubeletemu.cpumanager.policy_options import POD_LEVEL_RESOURCE_MANAGERS_GATE
 from kubeletemu.emulator import NodeEmulator
 from kubeletemu.memorymanager.state.state import Block
-from kubeletemu.pod import Container, Pod
+from kubeletemu.pod import Container, Pod, is_pod_level_resources_set
 from kubeletemu.podresources.fingerprint import (
     METHOD_WITH_EXCLUSIVE_RESOURCES,
     TERMINAL_PHASES,
@@ -60,8 +71,10 @@ from kubeletemu.versions.version import MASTER
 GATE_GET = "KubeletPodResourcesGet"
 GATE_DYNAMIC_RESOURCES = "KubeletPodResourcesDynamicResources"
 GATE_LIST_USE_ACTIVE_PODS = "KubeletPodResourcesListUseActivePods"
-# The registry row (versions/data/behaviours/podresources.json) of the pod-level fields (from 1.37).
+# The registry rows (versions/data/behaviours/podresources.json) of the pod-level fields and of the
+# containers sharing the pod's pool (both from 1.37, kubernetes#138738).
 POD_LEVEL_FIELDS = "podresources.pod-level-resources"
+CONTAINER_ISOLATION = "podresources.container-isolation-level"
 # Defaults in master (Get and DynamicResources GA and locked since 1.36, ListUseActivePods on since 1.34),
 # from the kubelet's versioned feature specs; ``gate`` reads the configured kubeletVersion's.
 DEFAULT_GATES: Mapping[str, bool] = default_gates(
@@ -168,18 +181,28 @@ class _Snapshot:
         self.pod_memory = cm.memory.state.get_pod_memory_assignments()
         self.memory = cm.memory.state.get_memory_assignments()
         self.device_pods = cm.devices.pod_devices.pods()
+        version = emulator.config.emulator.kubelet_version
         # PodResources.cpu_ids / memory (fields 4, 5) are served from 1.37 on; earlier protos lack them.
-        self.pod_level_fields = in_effect(POD_LEVEL_FIELDS, emulator.config.emulator.kubelet_version)
+        self.pod_level_fields = in_effect(POD_LEVEL_FIELDS, version)
+        # 1.37: GetResourceIsolationLevel decides what a container lists (PodLevelResourceManagers on).
+        self.isolation_levels = in_effect(CONTAINER_ISOLATION, version) and gate(
+            emulator.config, POD_LEVEL_RESOURCE_MANAGERS_GATE
+        )
 
-    def fill_container(self, msg: v1.ContainerResources, pod_uid: str, name: str) -> bool:
+    def fill_container(self, msg: v1.ContainerResources, pod: Pod, container: Container) -> bool:
         """``getContainerResources``. Dynamic resources stay empty: the emulator has no DRA drivers."""
+        pod_uid, name = pod.uid, container.name
         msg.name = name
+        # ResourceIsolationPod (1.37): the container's share of the pod's pool is not its own to list.
+        pod_pool = self.isolation_levels and is_pod_level_resources_set(pod)
         exclusive = False
         cpus = self.cpus.get(pod_uid, {}).get(name)
-        if cpus:
+        if cpus and not (pod_pool and not resources_qualify_for_exclusive_cpus(container)):
             msg.cpu_ids.extend(cpus.list())
             exclusive = True
         blocks = self.memory.get(pod_uid, {}).get(name)
+        if pod_pool and not is_container_equivalent_qos_guaranteed(container):
+            blocks = None
         if blocks:
             msg.memory.extend(container_memory(blocks))
             exclusive = exclusive or any(b.numa_affinity for b in blocks)
@@ -197,7 +220,7 @@ class _Snapshot:
         uid = pod.uid
         if uid in self.cpus or uid in self.memory or uid in self.device_pods:
             for c in reported_containers(pod):
-                exclusive = self.fill_container(add(), uid, c.name) or exclusive
+                exclusive = self.fill_container(add(), pod, c) or exclusive
         else:  # most pods hold nothing: names only
             for c in reported_containers(pod):
                 add(name=c.name)

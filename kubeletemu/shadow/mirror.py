@@ -15,8 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kubeletemu.config import Config
+from kubeletemu.cpumanager.policy_options import POD_LEVEL_RESOURCE_MANAGERS_GATE
 from kubeletemu.emulator import NodeEmulator
 from kubeletemu.machine import Machine
+from kubeletemu.podresources.view import CONTAINER_ISOLATION
 from kubeletemu.registry import AdmittedPod
 from kubeletemu.shadow.assignments import KubeletAssignments, from_checkpoints
 from kubeletemu.shadow.config import mirror_config
@@ -25,6 +27,8 @@ from kubeletemu.shadow.pod_level import PodLevelHoldings
 from kubeletemu.shadow.reconstruct import Reconstruction, reconstruct
 from kubeletemu.shadow.sources import Checkpoints, KubeletSnapshot
 from kubeletemu.shadow.start_machine import machine_at_kubelet_start
+from kubeletemu.versions.behaviours import in_effect
+from kubeletemu.versions.gates import effective_gates
 
 
 @dataclass
@@ -113,6 +117,15 @@ def pod_level_holdings(checkpoints: Checkpoints) -> dict[str, PodLevelHoldings]:
     }
 
 
+def hides_pod_pool(kubelet_version: str, config: Config) -> bool:
+    """Whether that kubelet lists no CPUs or memory for the containers sharing a pod-level pod's pool
+    (1.37 with PodLevelResourceManagers on: ``view.CONTAINER_ISOLATION``)."""
+    gates = effective_gates(kubelet_version, config.kubelet.feature_gates)
+    return in_effect(CONTAINER_ISOLATION, kubelet_version) and gates.get(
+        POD_LEVEL_RESOURCE_MANAGERS_GATE, False
+    )
+
+
 def build_mirror(own: Config, machine: Machine, snapshot: KubeletSnapshot) -> Mirror:
     """The kubelet's node as a :class:`NodeEmulator`; raises :class:`SourceInvalidError`."""
     paths = snapshot.paths
@@ -137,7 +150,12 @@ def build_mirror(own: Config, machine: Machine, snapshot: KubeletSnapshot) -> Mi
     _seed(emulator, snapshot)
     kubelet = from_checkpoints(snapshot.checkpoints)
     checkpoints = snapshot.checkpoints
-    reconstruction = reconstruct(snapshot.listing, kubelet, pod_level_holdings(checkpoints))
+    reconstruction = reconstruct(
+        snapshot.listing,
+        kubelet,
+        pod_level_holdings(checkpoints),
+        hides_pod_pool=hides_pod_pool(snapshot.formats.kubelet_version, config),
+    )
     for mirrored in reconstruction.pods:
         emulator.registry.add(AdmittedPod(mirrored.pod))
     # The kubelet's removeStaleState: checkpoint entries of pods it does not list are dropped.

@@ -27,10 +27,13 @@ resource requests. The checkpoints are keyed by pod UID and container name. So:
   Everything else about a pod (requests of Burstable and BestEffort pods, overhead) is unknown and left
   empty.
 * **Pod-level resources** (``PodLevelResourceManagers``): a pod the kubelet gave a pod-level CPU set or
-  memory blocks (the checkpoints' pod entries; from master also the pod's own ``cpu_ids`` / ``memory`` in
+  memory blocks (the checkpoints' pod entries; from 1.37 also the pod's own ``cpu_ids`` / ``memory`` in
   the List) gets ``spec.resources`` equal to them and container requests read from how its set was carved
   (:mod:`kubeletemu.shadow.pod_level`); a pod-level pod with regular init containers is noted, as its
-  sidecars' place among them cannot be known.
+  sidecars' place among them cannot be known. A 1.37 kubelet lists no CPUs (memory) for the containers
+  sharing such a pod's pool (kubernetes#138738), so their List entries cannot match the checkpoint's: the
+  pod is matched by its own pod-level fields against the checkpoints' pod entries instead, and its
+  containers' holdings are taken from the checkpoints.
 
 Checkpoint UIDs that no listed pod matches are pods the kubelet no longer runs: its next stale-state sweep
 drops them, and so does the mirror.
@@ -111,23 +114,56 @@ def listed_pods(listing: v1.ListPodResourcesResponse) -> list[ListedPod]:
     ]
 
 
-def _consistent(listed: ListedPod, held: Mapping[str, Assignment]) -> bool:
-    """Every listed container holds what the checkpoint UID says it holds (nothing when absent there)."""
-    return all(held.get(name, EMPTY) == assignment for name, assignment in listed.containers)
+def _consistent(listed: ListedPod, held: Mapping[str, Assignment], pod_pool: bool = False) -> bool:
+    """Every listed container holds what the checkpoint UID says it holds (nothing when absent there).
+
+    ``pod_pool``: the pod is a pod-level one listed by a 1.37 kubelet, whose containers sharing the pod's
+    pool list no CPUs, or no memory, of their own (``ResourceIsolationPod``): an empty part is consistent
+    with whatever the checkpoint holds there."""
+    for name, assignment in listed.containers:
+        theirs = held.get(name, EMPTY)
+        if assignment == theirs:
+            continue
+        if not pod_pool or assignment.devices != theirs.devices:
+            return False
+        if assignment.cpus not in ((), theirs.cpus) or assignment.memory not in ((), theirs.memory):
+            return False
+    return True
 
 
 def match_uids(
-    listed: Sequence[ListedPod], kubelet: KubeletAssignments
+    listed: Sequence[ListedPod],
+    kubelet: KubeletAssignments,
+    pod_pools: Mapping[str, PodLevelHoldings] | None = None,
+    listed_pools: Mapping[str, PodLevelHoldings] | None = None,
 ) -> tuple[list[tuple[str | None, tuple[str, ...]]], list[str]]:
     """Per listed pod, the matched checkpoint UID (None: none) and the other candidates; and the UIDs
-    left over."""
+    left over.
+
+    ``pod_pools`` (checkpoint pod-level holdings by UID) and ``listed_pools`` (the List's own pod-level
+    fields by namespace/name) are given for a 1.37 kubelet, which hides its pod-level pods' shared
+    containers: such a pod is matched by its pod-level holdings, the UIDs whose checkpoint holds the
+    same bubble, and its containers checked as :func:`_consistent` allows."""
     index: dict[tuple[str, Assignment], set[str]] = {}
     for uid, containers in kubelet.items():
         for name, assignment in containers.items():
             index.setdefault((name, assignment), set()).add(uid)
+    by_pool: dict[PodLevelHoldings, set[str]] = {}
+    for uid, holdings in (pod_pools or {}).items():
+        by_pool.setdefault(holdings, set()).add(uid)
     taken: set[str] = set()
     matches: list[tuple[str | None, tuple[str, ...]]] = []
     for pod in listed:
+        pool = (listed_pools or {}).get(pod.key)
+        if pool:
+            candidates = by_pool.get(pool, set()) - taken
+            ordered = sorted(
+                uid for uid in candidates if _consistent(pod, kubelet.get(uid, {}), pod_pool=True)
+            )
+            if ordered:
+                taken.add(ordered[0])
+                matches.append((ordered[0], tuple(ordered[1:])))
+                continue
         evidence = [(name, a) for name, a in pod.containers if a]
         if not evidence:
             matches.append((None, ()))
@@ -259,14 +295,20 @@ def reconstruct(
     listing: v1.ListPodResourcesResponse,
     kubelet: KubeletAssignments,
     pod_level: Mapping[str, PodLevelHoldings] | None = None,
+    *,
+    hides_pod_pool: bool = False,
 ) -> Reconstruction:
     """The kubelet's listed pods with UIDs and requests; see the module docstring for the rules.
     ``pod_level``: per pod UID, the pod-level CPU set and memory blocks the checkpoints hold; the List's
-    own pod-level fields (master) complete them."""
+    own pod-level fields (1.37 on) complete them. ``hides_pod_pool``: the kubelet lists no CPUs or memory
+    for the containers sharing a pod-level pod's pool (1.37, kubernetes#138738)."""
     from_checkpoints = pod_level or {}
     from_listing = listed_pod_level(listing)
     listed = listed_pods(listing)
-    matches, leftover = match_uids(listed, kubelet)
+    if hides_pod_pool:
+        matches, leftover = match_uids(listed, kubelet, from_checkpoints, from_listing)
+    else:
+        matches, leftover = match_uids(listed, kubelet)
     pods: list[MirroredPod] = []
     unmatched: list[str] = []
     notes: list[str] = []

@@ -166,3 +166,32 @@ def cli_runner(daemon: DaemonProcess, tmp_path: Path) -> Callable[..., subproces
 def test_unsupported_version_names_the_range(daemon: DaemonProcess, version: str) -> None:
     details = refusal(daemon, GUARANTEED, version).details()
     assert details == f'kubeletVersion "{version}": supported: 1.33, 1.34, 1.35, 1.36, 1.37, master'
+
+
+# ``resources: {}``: present, naming nothing. Up to 1.36 it makes the pod BestEffort; from 1.37
+# (PodLevelResourcesFixKubeletQOSClass, kubernetes#137150) the Guaranteed container decides.
+EMPTY_POD_LEVEL = GUARANTEED.replace(
+    "metadata: {name: gu, namespace: ns, uid: uid-gu}", "metadata: {name: e, namespace: ns, uid: uid-e}"
+).replace("spec:\n", "spec:\n  resources: {}\n")
+
+
+def test_empty_pod_level_resources_leave_the_qos_to_the_containers_from_1_37(make_daemon: MakeDaemon) -> None:
+    daemon = make_daemon(
+        config_text=CONFIG.replace('cpuManagerPolicyOptions: {strict-cpu-reservation: "true"}\n', "").replace(
+            "  KubeletPodResourcesListUseActivePods: true\n", ""
+        )
+    )
+    for version, qos, exclusive in (
+        ("1.36", "BestEffort", 0),
+        ("1.37", "Guaranteed", 2),
+        ("", "Guaranteed", 2),
+    ):
+        reply = would_admit(daemon, EMPTY_POD_LEVEL, version)
+        assert reply.admitted, (version, reply.message)
+        assert reply.qos_class == qos, version
+        (container,) = reply.containers
+        assert (len(container.cpu_ids) if container.exclusive_cpus else 0) == exclusive, version
+    admitted = daemon.stub().Admit(pb.AdmitRequest(pod=pb.PodSource(manifest=EMPTY_POD_LEVEL)), timeout=10)
+    assert (admitted.admitted, admitted.qos_class) == (True, "Guaranteed")
+    listed = daemon.stub().ListPods(pb.ListPodsRequest(), timeout=10)
+    assert [(p.name, p.qos_class) for p in listed.pods] == [("e", "Guaranteed")]

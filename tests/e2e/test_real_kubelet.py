@@ -30,6 +30,7 @@ from typing import Any
 import pytest
 import yaml
 
+from kubeletemu.memorymanager.state.formats import MemoryCheckpointFormat
 from tests.daemon.daemon_process import DaemonProcess
 from tests.e2e.conftest import VERSION_ENV
 from tests.upstream import build
@@ -95,9 +96,9 @@ API_FRACTIONAL = {
 
 
 def _kubeletemu_version() -> str:
-    """1.37 and newer are kubeletemu's master (kubeletemu/versions)."""
+    """The pinned kubelet's minor, which kubeletemu emulates (1.33 … 1.37; a newer one would be master)."""
     minor = pin_for(os.environ.get(VERSION_ENV)).minor
-    return "master" if tuple(map(int, minor.split("."))) >= (1, 37) else minor
+    return "master" if tuple(map(int, minor.split("."))) > (1, 37) else minor
 
 
 @pytest.fixture(scope="module")
@@ -232,6 +233,11 @@ def _compare(
         assert not differences, "\n".join(differences)
     finally:
         daemon.stop()
+    # The same format on both sides: the fields, in order (entries omitted when empty).
+    theirs, ours = (
+        json.loads((d / "memory_manager_state").read_bytes()) for d in (kubelet.root, emu_dir / "state")
+    )
+    assert [k for k in ours if k != "entries"] == [k for k in theirs if k != "entries"], (ours, theirs)
 
 
 def test_real_kubelet_answers_as_kubeletemu_and_shadow_mode_agrees(
@@ -355,5 +361,25 @@ def _check_shadow(kubelet: StandaloneKubelet, kubelet_binary: Path, workdir: Pat
         daemon.stop()
     assert report["pods_listed"] == len(running), report
     assert report["divergences"] == [], report
+    _check_memory_checkpoint(kubelet.root / "memory_manager_state")
     # Every exclusive assignment (exclusive-again's CPU 1, the memory blocks) was checked and agrees.
     assert report["containers_checked"] == report["containers_agreeing"] >= 1, report
+
+
+def _check_memory_checkpoint(path: Path) -> None:
+    """The real kubelet's ``memory_manager_state`` is the format kubeletemu writes and reads at its
+    version (from 1.37 V3: the embedded V1, then ``data`` and ``dataChecksum``, kubernetes#139626), and
+    kubeletemu reads it as that kubelet does (the shadow above mirrored it; here the content is checked)."""
+    blob = path.read_bytes()
+    version = _kubeletemu_version()
+    fmt = MemoryCheckpointFormat.for_kubelet(version)
+    doc = json.loads(blob)
+    fields = [k for k in doc if k != "entries"]  # omitted when no container holds memory
+    if fmt.writes_v3:
+        assert fields == ["policyName", "machineState", "checksum", "data", "dataChecksum"], fields
+        assert json.loads(doc["data"])["machineState"] == doc["machineState"]
+    else:
+        assert fields[:2] == ["policyName", "machineState"] and "data" not in fields, fields
+    restored = fmt.unmarshal(blob)
+    assert restored.policy_name == doc["policyName"]
+    assert {str(n) for n in restored.machine_state} == set(doc["machineState"])

@@ -96,7 +96,12 @@ def memory_of(emulator: NodeEmulator, pod: Pod) -> dict[str, list[tuple[str, int
 
 
 def state_doc(state: Path) -> dict[str, Any]:
+    """The checkpoint's content: the file (1.36's V2), or the ``data`` of 1.37's V3, which holds the pod
+    entries (its top-level fields are the embedded V1's)."""
     doc: dict[str, Any] = json.loads((state / STATE_FILE).read_bytes())
+    if "data" in doc:
+        data: dict[str, Any] = json.loads(doc["data"])
+        return data
     return doc
 
 
@@ -174,13 +179,26 @@ def test_restart_restores_the_pod_entry(machine: Machine, tmp_path: Path) -> Non
     assert reserved(state_doc(tmp_path), 0) == 0
 
 
-def test_restart_with_the_gate_off_refuses_the_pod_level_state(machine: Machine, tmp_path: Path) -> None:
-    """Without the gate the kubelet reads V1 only: the file written with the gate on (V2, its checksum over
-    the struct with ``PodEntries``) fails V1's checksum and the kubelet refuses to start at restore — the
-    rollback case KEP-5526 calls higher risk."""
-    assert node(machine, tmp_path).admit(parse(MIXED)).admitted
-    with pytest.raises(Exception, match="could not restore state from checkpoint: checkpoint is corrupted"):
-        node(machine, tmp_path, gates=None)
+@pytest.mark.parametrize(
+    ("version", "refusal"),
+    [
+        # The CPU Manager starts first: its V3 file fails 1.36's V2 and V1 readings without the gate.
+        ("1.36", "could not restore state from checkpoint: json: cannot unmarshal object"),
+        ("1.37", "the expected machine state is different from the real one"),
+        ("master", "the expected machine state is different from the real one"),
+    ],
+)
+def test_restart_with_the_gate_off_refuses_the_pod_level_state(
+    machine: Machine, tmp_path: Path, version: str, refusal: str
+) -> None:
+    """1.36 without the gate refuses the files it wrote with the gate on (the memory file's case, V2
+    failing V1's checksum, the rollback KEP-5526 calls higher risk, is in test_checkpoint_reads.py). 1.37
+    reads its V3 file whatever the gate, but takes the pod entries only with it on: the pod's memory,
+    still reserved in the machine state, belongs to no assignment, and the Memory Manager's state
+    validation refuses to start."""
+    assert node(machine, tmp_path, version).admit(parse(MIXED)).admitted
+    with pytest.raises(Exception, match=refusal):
+        node(machine, tmp_path, version, gates=None)
 
 
 def test_empty_shared_pool_is_rejected(machine: Machine) -> None:

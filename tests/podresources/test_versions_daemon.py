@@ -6,8 +6,11 @@ change:
 * ``List``: every known pod in 1.33, active pods only from 1.34 (kubernetes#132028);
 * pod-level ``PodResources.cpu_ids`` and ``memory``: a 1.36 kubelet allocates pod-level CPUs and memory
   (``PodLevelResourceManagers``, alpha) but its api.proto has no field for them; 1.37 (k8s.io/kubernetes
-  v1.37.2) and master report them (kubernetes#138738). Not emulated yet: 1.37.2 lists nothing on a container
-  that shares its pod's allocation (docs/kubelet-versions.md).
+  v1.37.2) and master report them (kubernetes#138738);
+* the containers of such a pod: 1.36 lists on each container what its state entry holds, the pod's shared
+  pool included; from 1.37 (the same PR: ``GetCPUs`` / ``GetMemory`` report only at
+  ``ResourceIsolationContainer``) a container sharing the pool lists no CPUs unless it qualifies for
+  exclusive CPUs (equivalent Guaranteed, integral CPUs) and no memory unless equivalent Guaranteed.
 """
 
 from __future__ import annotations
@@ -106,37 +109,90 @@ def test_list_of_all_pods_with_the_gate_off_from_1_34(start_daemon: StartDaemon)
 POD_LEVEL_VERSIONS = [("1.36", False), ("1.37", True), ("master", True)]
 
 
+def pod_level_daemon(start_daemon: StartDaemon, version: str) -> DaemonProcess:
+    config = general_config(feature_gates={"PodLevelResourceManagers": True}, kubelet_version=version)
+    return start_daemon(config.replace("topologyManagerScope: container", "topologyManagerScope: pod"))
+
+
 @pytest.mark.parametrize(("version", "pod_level"), POD_LEVEL_VERSIONS)
 def test_pod_level_cpus_from_137(start_daemon: StartDaemon, version: str, pod_level: bool) -> None:
-    config = general_config(feature_gates={"PodLevelResourceManagers": True}, kubelet_version=version)
-    daemon = start_daemon(config.replace("topologyManagerScope: container", "topologyManagerScope: pod"))
+    """Every version allocates the pod's 4 CPUs, and the container runs in the pod's shared slice of
+    them: 1.36 lists that slice on the container, 1.37 on the pod only."""
+    daemon = pod_level_daemon(start_daemon, version)
     admit(daemon, POD_LEVEL)
     [pod] = podresources(daemon).List(v1.ListPodResourcesRequest(), timeout=10).pod_resources
     [only] = pod.containers
-    # Every version allocates the pod's 4 CPUs (the container runs in the pod's shared slice of them).
-    assert len(only.cpu_ids) == 4
-    assert sorted(pod.cpu_ids) == (sorted(only.cpu_ids) if pod_level else [])
+    listed = pod.cpu_ids if pod_level else only.cpu_ids
+    assert len(listed) == 4
+    assert list(pod.cpu_ids if not pod_level else only.cpu_ids) == []
     got = podresources(daemon).Get(v1.GetPodResourcesRequest(pod_name="plr", pod_namespace="ns1"), timeout=10)
-    assert sorted(got.pod_resources.cpu_ids) == sorted(pod.cpu_ids)
+    assert got.pod_resources == pod
 
 
 @pytest.mark.parametrize(("version", "pod_level"), POD_LEVEL_VERSIONS)
 def test_pod_level_memory_from_137(start_daemon: StartDaemon, version: str, pod_level: bool) -> None:
-    """PodResources.memory (field 5): the pod entry's 2Gi block from 1.37; 1.36 allocates it (the
-    container's slice is reported either way) but has no field for it."""
-    config = general_config(feature_gates={"PodLevelResourceManagers": True}, kubelet_version=version)
-    daemon = start_daemon(config.replace("topologyManagerScope: container", "topologyManagerScope: pod"))
+    """PodResources.memory (field 5): the pod entry's 2Gi block from 1.37; 1.36 allocates it and lists it
+    on the container (its shared pool, all 2Gi), having no field on the pod."""
+    daemon = pod_level_daemon(start_daemon, version)
     admit(daemon, POD_LEVEL)
     [pod] = podresources(daemon).List(v1.ListPodResourcesRequest(), timeout=10).pod_resources
     [only] = pod.containers
-    # The container asks for nothing itself: it gets the pod's shared pool, all 2Gi.
-    assert [(m.memory_type, m.size, len(m.topology.nodes)) for m in only.memory] == [("memory", 2 << 30, 1)]
-    expected = [(m.memory_type, m.size, [n.ID for n in m.topology.nodes]) for m in only.memory]
-    assert [(m.memory_type, m.size, [n.ID for n in m.topology.nodes]) for m in pod.memory] == (
-        expected if pod_level else []
-    )
+    listed = pod.memory if pod_level else only.memory
+    assert [(m.memory_type, m.size, len(m.topology.nodes)) for m in listed] == [("memory", 2 << 30, 1)]
+    assert list(pod.memory if not pod_level else only.memory) == []
     got = podresources(daemon).Get(v1.GetPodResourcesRequest(pod_name="plr", pod_namespace="ns1"), timeout=10)
-    assert list(got.pod_resources.memory) == list(pod.memory)
+    assert got.pod_resources == pod
+
+
+# A 4-CPU, 2Gi bubble: "ex" exclusive (2 CPUs, 512Mi), "frac" equivalent Guaranteed with a fractional CPU
+# (shared CPUs, its own 256Mi), "sh" asking nothing (the shared remainder of both), and a sidecar "sc"
+# sharing too.
+MIXED = (
+    "apiVersion: v1\nkind: Pod\nmetadata: {name: mixed, namespace: ns1, uid: uid-mixed}\n"
+    'spec:\n  resources: {requests: {cpu: "4", memory: 2Gi}, limits: {cpu: "4", memory: 2Gi}}\n'
+    "  initContainers:\n  - name: sc\n    restartPolicy: Always\n"
+    '  containers:\n  - name: ex\n    resources: {limits: {cpu: "2", memory: 512Mi}}\n'
+    "  - name: frac\n    resources: {limits: {cpu: 500m, memory: 256Mi}}\n"
+    "  - name: sh\n"
+)
+
+
+def _held(container: v1.ContainerResources) -> tuple[int, list[int]]:
+    return len(container.cpu_ids), [m.size for m in container.memory]
+
+
+@pytest.mark.parametrize(
+    ("version", "expected"),
+    [
+        # 1.36: each container lists its state entry (the shared pool: 2 CPUs, 1.25Gi of the 2Gi).
+        (
+            "1.36",
+            {
+                "sc": (2, [1280 << 20]),
+                "ex": (2, [512 << 20]),
+                "frac": (2, [256 << 20]),
+                "sh": (2, [1280 << 20]),
+            },
+        ),
+        # 1.37: only the exclusive parts: ex's CPUs and memory, frac's memory (its CPUs are the shared ones).
+        ("1.37", {"sc": (0, []), "ex": (2, [512 << 20]), "frac": (0, [256 << 20]), "sh": (0, [])}),
+        ("master", {"sc": (0, []), "ex": (2, [512 << 20]), "frac": (0, [256 << 20]), "sh": (0, [])}),
+    ],
+)
+def test_containers_sharing_the_pods_pool_from_137(
+    start_daemon: StartDaemon, version: str, expected: dict[str, tuple[int, list[int]]]
+) -> None:
+    daemon = pod_level_daemon(start_daemon, version)
+    admit(daemon, MIXED)
+    [pod] = podresources(daemon).List(v1.ListPodResourcesRequest(), timeout=10).pod_resources
+    assert {c.name: _held(c) for c in pod.containers} == expected
+    assert [c.name for c in pod.containers] == ["sc", "ex", "frac", "sh"]
+    if version != "1.36":
+        assert (len(pod.cpu_ids), [m.size for m in pod.memory]) == (4, [2 << 30])
+    got = podresources(daemon).Get(
+        v1.GetPodResourcesRequest(pod_name="mixed", pod_namespace="ns1"), timeout=10
+    )
+    assert got.pod_resources == pod
 
 
 @pytest.mark.parametrize("version", SUPPORTED)

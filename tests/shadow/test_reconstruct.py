@@ -234,6 +234,46 @@ def test_master_lists_the_bubble_on_the_pod() -> None:
     assert pod.resources is not None and pod.resources.limits["cpu"] == Quantity(4)
 
 
+def listing_137(fractional: bool = False) -> v1.ListPodResourcesResponse:
+    """What a 1.37 kubelet lists for the shared pod: the bubble on the pod, nothing on the sharing
+    containers (kubernetes#138738); ``fractional``: "ex" lists its memory only (its CPUs shared)."""
+    ex = container("ex", [] if fractional else [2, 10], [("memory", GIB // 2, [0])])
+    response = listing(("ns", "p", [ex, container("sh1"), container("sh2")]))
+    response.pod_resources[0].cpu_ids.extend([11, 3, 10, 2])
+    response.pod_resources[0].memory.add(
+        memory_type="memory", size=2 * GIB, topology=v1.TopologyInfo(nodes=[v1.NUMANode(ID=0)])
+    )
+    return response
+
+
+def test_137_pods_are_matched_by_their_bubble() -> None:
+    """1.37 lists no CPUs or memory on the containers sharing the pool: the pod is matched to its
+    checkpoint UID by the bubble, and its containers' shares come from the checkpoints. Without
+    ``hides_pod_pool`` (1.36's reading) the same List matches nothing."""
+    result = reconstruct(listing_137(), shared_pod_kubelet(), {"uid-1": BUBBLE}, hides_pod_pool=True)
+    (mirrored,) = result.pods
+    assert (mirrored.pod.uid, mirrored.uid_source, result.stale_uids) == ("uid-1", UID_FROM_CHECKPOINT, ())
+    assert dict(mirrored.kubelet) == shared_pod_kubelet()["uid-1"]
+    assert [(c.name, dict(c.limits)) for c in mirrored.pod.containers] == [
+        ("ex", {"cpu": Quantity(2), "memory": Quantity(GIB // 2)}),
+        ("sh1", {}),
+        ("sh2", {}),
+    ]
+    old = reconstruct(listing_137(), shared_pod_kubelet(), {"uid-1": BUBBLE})
+    assert (old.pods[0].uid_source, old.stale_uids) == (UID_DERIVED, ("uid-1",))
+
+
+def test_137_matching_still_checks_what_is_listed() -> None:
+    """A listed part must be the checkpoint's: "ex" listing its memory only (CPUs shared, a fractional
+    request) agrees; listing other CPUs than the checkpoint's does not."""
+    fractional = reconstruct(listing_137(True), shared_pod_kubelet(), {"uid-1": BUBBLE}, hides_pod_pool=True)
+    assert fractional.pods[0].uid_source == UID_FROM_CHECKPOINT
+    wrong = listing_137()
+    wrong.pod_resources[0].containers[0].cpu_ids[:] = [3, 11]
+    result = reconstruct(wrong, shared_pod_kubelet(), {"uid-1": BUBBLE}, hides_pod_pool=True)
+    assert result.pods[0].uid_source == UID_DERIVED
+
+
 def test_one_holder_of_the_remainder_gives_one_reading_per_container() -> None:
     """Two containers whose slices cover the bubble: either may hold the remainder. The last one first
     (its slice is the remainder either way), then the other."""

@@ -121,7 +121,13 @@ def test_missing_files(kubelet: FakeKubelet) -> None:
             '"data"',
             "could not load v4 checkpoint: checkpoint is corrupted",
         ),
-        ("memory_manager_state", "memory manager", "", "checkpoint is corrupted"),
+        # Likewise 1.37's memory V3: its data is authoritative.
+        (
+            "memory_manager_state",
+            "memory manager",
+            '"data"',
+            "could not load v3 checkpoint: checkpoint is corrupted",
+        ),
         ("device-plugins/kubelet_internal_checkpoint", "device manager", "", "checkpoint is corrupted"),
     ],
 )

@@ -19,6 +19,7 @@ from fnv_hash_fast import fnv1a_32
 from hostprobe.synthetic import SyntheticHost
 from kubeletemu.config import parse_config
 from kubeletemu.cpumanager.errors import StateError
+from kubeletemu.cpumanager.state import formats as cpu_formats
 from kubeletemu.cpumanager.state.formats import data_checksum
 from kubeletemu.emulator import NodeEmulator
 from kubeletemu.machine import Machine
@@ -135,7 +136,7 @@ def test_checkpoint_formats_registered_with_their_versions() -> None:
     steps = [step_at("cpumanager.checkpoint-format", v) for v in versions]
     assert steps == [0, 0, 0, 1, 2, 2]
     memory = [step_at("memorymanager.checkpoint-format", v) for v in ("1.35", "1.36", "1.37", "master")]
-    assert memory == [0, 1, 1, 1]
+    assert memory == [0, 1, 2, 2]
 
 
 def test_data_checksum_matches_the_upstream_vector() -> None:
@@ -207,14 +208,22 @@ def test_master_writes_v4_with_an_embedded_v2(
 
 
 def test_136_reads_a_master_file_through_its_v2_losing_pod_entries(machine: Machine, tmp_path: Path) -> None:
-    """Downgrade: the bubble is the container's own 2 CPUs, so the V2 part alone is a consistent state."""
+    """Downgrade: the bubble is the container's own 2 CPUs, so the V2 part alone is a consistent state.
+
+    The memory file is not: master (1.37's V3) keeps the pod's memory in ``data`` only, and 1.36 reads the
+    embedded V1, where the pod's reservation belongs to no assignment — the Memory Manager refuses to start
+    (KEP-5526's "higher risk" rollback). The CPU file alone shows the CPU Manager's reading."""
     writer = node(machine, tmp_path, "master", GATE_ON)
     admit(writer, pod_level_pod("2"))
     assert writer.cm.cpus.state.get_pod_cpu_assignments()
     container_cpus = writer.cm.cpus.state.get_cpu_assignments()["uid-plr"]["c"]
-    reader = node(machine, tmp_path, "1.36", GATE_ON)
-    assert reader.cm.cpus.state.get_cpu_assignments()["uid-plr"]["c"] == container_cpus
-    assert reader.cm.cpus.state.get_pod_cpu_assignments() == {}
+    with pytest.raises(MemoryManagerError, match="the expected machine state is different from the real one"):
+        node(machine, tmp_path, "1.36", GATE_ON)
+    read = cpu_formats.load(
+        (tmp_path / CPU_FILE).read_bytes(), cpu_formats.CPUCheckpointFormat.for_kubelet("1.36", GATE_ON)
+    )
+    assert (read.read_as, read.pod_entries) == (cpu_formats.V2, {})
+    assert read.entries is not None and read.entries["uid-plr"] == {"c": str(container_cpus)}
 
 
 def test_135_reads_a_master_file(machine: Machine, tmp_path: Path) -> None:

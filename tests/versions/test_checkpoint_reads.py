@@ -110,13 +110,14 @@ def test_memory_reads_per_version(blob: str, old: object, off: object, on: objec
         assert checkpoint.pod_entries == expected, fmt
 
 
-def test_master_reads_memory_as_136() -> None:
-    """kubernetes#139626 (V3) is not shown merged by the master date: master keeps 1.36's reading."""
+def test_master_reads_memory_as_137() -> None:
+    """kubernetes#139626 (V3) is in v1.37.2; master, ordered after 1.37, reads and writes as 1.37."""
     for gate in (False, True):
         gates = {"PodLevelResourceManagers": gate}
-        assert MemoryCheckpointFormat.for_kubelet("master", gates) == MemoryCheckpointFormat.for_kubelet(
-            "1.36", gates
-        )
+        master = MemoryCheckpointFormat.for_kubelet("master", gates)
+        assert master == MemoryCheckpointFormat.for_kubelet("1.37", gates)
+        assert master.writes_v3
+        assert not MemoryCheckpointFormat.for_kubelet("1.36", gates).writes_v3
 
 
 # ---- files the emulator writes -----------------------------------------------------------------------

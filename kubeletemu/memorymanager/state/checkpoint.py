@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubeletemu.checkpointmanager import checksum as gd
+from kubeletemu.cpumanager.state.checkpoint import go_json_string
+from kubeletemu.cpumanager.state.formats import data_checksum
 from kubeletemu.memorymanager.state.state import (
     Block,
     ContainerMemoryAssignments,
@@ -384,13 +386,43 @@ def to_raw(cp: MemoryManagerCheckpoint, layout: str = LAYOUT_CLASSIC) -> dict[st
     return raw
 
 
+def _go_json(raw: Mapping[str, Any]) -> str:
+    """``json.Marshal`` of the struct ``raw`` mirrors: compact, ``entries``, ``podEntries`` and a pod entry's
+    ``memoryBlocks`` omitted when empty (``omitempty``; the checksum's dump still has the empty slice),
+    HTML-significant characters escaped as encoding/json does."""
+    out = {k: v for k, v in raw.items() if not (k in ("entries", "podEntries") and not v)}
+    if "podEntries" in out:
+        out["podEntries"] = {
+            pod: {k: v for k, v in entry.items() if v} for pod, entry in out["podEntries"].items()
+        }
+    text = json.dumps(out, separators=(",", ":"), ensure_ascii=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
 def marshal(cp: MemoryManagerCheckpoint, layout: str = LAYOUT_CLASSIC) -> bytes:
     """``MarshalCheckpoint``: checksum over the struct, then compact JSON (empty maps omitted)."""
     raw = to_raw(cp, layout)
     raw["checksum"] = compute_checksum(raw, layout)
     cp.checksum = raw["checksum"]
-    out = {k: v for k, v in raw.items() if not (k in ("entries", "podEntries") and not v)}
-    text = json.dumps(out, separators=(",", ":"), ensure_ascii=False)
-    # encoding/json escapes HTML-significant characters.
-    text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-    return text.encode("utf-8")
+    return _go_json(raw).encode("utf-8")
+
+
+def v3_data(cp: MemoryManagerCheckpoint, with_pod_entries: bool) -> str:
+    """V3's ``data``: ``json.Marshal(MemoryManagerCheckpointData)`` (policyName, machineState, entries and
+    podEntries, both ``omitempty``); ``podEntries`` only when the kubelet stores them (the
+    ``PodLevelResourceManagers`` gate, ``storeState``)."""
+    raw = to_raw(cp, LAYOUT_POD_ENTRIES if with_pod_entries else LAYOUT_CLASSIC)
+    del raw["checksum"]  # not a field of MemoryManagerCheckpointData
+    return _go_json(raw)
+
+
+def marshal_v3(cp: MemoryManagerCheckpoint, with_pod_entries: bool) -> bytes:
+    """1.37's ``MemoryManagerCheckpointV3.MarshalCheckpoint`` (k8s.io/kubernetes v1.37.2
+    ``memorymanager/state/checkpoint.go``, kubernetes#139626): the embedded V1 first — policyName,
+    machineState, entries and its checksum over the dump under the legacy name
+    ``MemoryManagerCheckpoint``, byte for byte what 1.35 writes — then ``data`` (the JSON of the data as
+    a string) and ``dataChecksum`` (``checksum.New(data)``: FNV-32a of ``(string)`` and the data)."""
+    data = v3_data(cp, with_pod_entries)
+    v1 = marshal(cp, LAYOUT_CLASSIC)
+    tail = f',"data":{go_json_string(data)},"dataChecksum":{data_checksum(data)}}}'
+    return v1[:-1] + tail.encode("utf-8")

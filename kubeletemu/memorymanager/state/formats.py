@@ -25,14 +25,26 @@ Registered as ``memorymanager.checkpoint-format`` (``versions/data/behaviours/ch
     ``podEntries`` (kubernetes#139050 describes it; that fix was closed unmerged). All of this is as in
   v1.36.3's ``checkpoint.go`` / ``state_checkpoint.go`` (openshift/kubernetes vendored in
   openshift/microshift release-4.23 @ ab25d11482, ``deps/github.com/openshift/kubernetes``).
-* master: kubernetes#139626 (V3: an embedded V1 with its legacy checksum, then ``data`` and
-  ``dataChecksum``; read V3 → V2 → V1 with "could not load v3 checkpoint: …" when a V3 file fails) is
-  shown as merged but its merge date could not be established; it was still in review on 2026-06-11 and
-  described as pending on 2026-06-15 (KEP-5526 review, kubernetes/enhancements#6130), so whether the
-  master snapshot (2026-06-21) has it is unknown and master keeps 1.36's behaviour. Its code was read
-  (``checkpoint.go``, ``state_checkpoint.go`` and ``state_checkpoint_test.go`` copies in the code index
-  with ``MemoryManagerCheckpointV3``, repository and commit not shown by the index); the table's vectors
-  (V1 4215593881, V2 1278640530, data 1849615440 / 637296054) are checked in the tests.
+* 1.37 (kubernetes#139626; k8s.io/kubernetes v1.37.2 ``memorymanager/state/checkpoint.go`` and
+  ``state_checkpoint.go``; v1.36.3 has no V3) writes **V3** whatever the gate: the embedded V1 (policyName,
+  machineState, entries, and V1's checksum over the dump under the legacy name, so 1.33 … 1.36 read it as
+  V1, losing ``podEntries``), then ``data``, the JSON of ``{policyName, machineState, entries?,
+  podEntries?}`` as a string (``podEntries`` only with the gate on), and ``dataChecksum``,
+  ``checksum.New(data)``. It reads (``loadAndMigrateCheckpointV3``):
+
+  - V3: the outer struct (the V1 fields, ``data``, ``dataChecksum``; ``podEntries`` is no field of it),
+    then ``data`` into ``MemoryManagerCheckpointData``, then ``dataChecksum`` (authoritative, no zero
+    accepted). Once ``data`` or ``dataChecksum`` is set, a failure is refused as "could not load v3
+    checkpoint: …", without falling back;
+  - else V2 (as 1.36 with the gate on: the legacy-named dump with ``PodEntries``, no zero), else V1 (zero
+    accepted, the legacy name only), migrated into a fresh V2: unlike 1.36, a V2 file that failed its
+    checksum does not keep its ``podEntries``; the error reported is V1's;
+  - ``restoreState`` takes the pod entries only with the gate on.
+
+  master, ordered after 1.37, does the same (its rows carry 1.37's changes).
+
+The texts of Go's JSON errors are not reproduced (the emulator names the field and the problem); the
+wrapping and the checksum texts are the kubelet's.
 """
 
 from __future__ import annotations
@@ -43,14 +55,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubeletemu.cpumanager.policy_options import POD_LEVEL_RESOURCE_MANAGERS_GATE, merged_gates
+from kubeletemu.cpumanager.state.formats import data_checksum
 from kubeletemu.memorymanager.state.checkpoint import (
     LAYOUT_CLASSIC,
     LAYOUT_POD_ENTRIES,
     CheckpointError,
     CorruptCheckpointError,
     MemoryManagerCheckpoint,
+    _lookup,
     compute_checksum,
     from_raw,
+    marshal,
+    marshal_v3,
     normalise,
 )
 from kubeletemu.versions.behaviours import step_at
@@ -61,7 +77,10 @@ CHECKPOINT_FORMAT = "memorymanager.checkpoint-format"
 
 @dataclass(frozen=True)
 class MemoryCheckpointFormat:
-    """What the kubelet of one version, with ``PodLevelResourceManagers`` as given, writes and reads."""
+    """What the kubelet of one version, with ``PodLevelResourceManagers`` as given, writes and reads.
+
+    ``step``: how many of ``memorymanager.checkpoint-format``'s changes the version carries (0 = 1.33 …
+    1.35, 1 = 1.36, 2 = 1.37 and master)."""
 
     step: int = 0
     pod_level_resource_managers: bool = False
@@ -74,9 +93,20 @@ class MemoryCheckpointFormat:
         return cls(step_at(CHECKPOINT_FORMAT, kubelet_version), gate)
 
     @property
+    def writes_v3(self) -> bool:
+        return self.step >= 2
+
+    @property
     def layout(self) -> str:
-        """The struct written: V2's (pod entries) only from 1.36 with the gate on."""
-        return LAYOUT_POD_ENTRIES if self.step >= 1 and self.pod_level_resource_managers else LAYOUT_CLASSIC
+        """The struct whose checksum is written at the top: V2's (pod entries) only in 1.36 with the gate
+        on; V1's otherwise (1.37's V3 embeds it)."""
+        return LAYOUT_POD_ENTRIES if self.step == 1 and self.pod_level_resource_managers else LAYOUT_CLASSIC
+
+    def marshal(self, checkpoint: MemoryManagerCheckpoint) -> bytes:
+        """``storeState``: the file this kubelet writes for ``checkpoint``."""
+        if self.writes_v3:
+            return marshal_v3(checkpoint, with_pod_entries=self.pod_level_resource_managers)
+        return marshal(checkpoint, self.layout)
 
     def unmarshal(self, blob: bytes | str) -> MemoryManagerCheckpoint:
         """``GetCheckpoint`` + ``restoreState``'s choice of format, as this kubelet does it. Raises
@@ -85,6 +115,11 @@ class MemoryCheckpointFormat:
         if self.step == 0:
             raw = normalise(_without_pod_entries(document))  # not a field of 1.35's struct
             _verify_strict(raw, LAYOUT_CLASSIC)
+            return from_raw(raw)
+        if self.step >= 2:
+            raw = _load_v3_chain(document)
+            if not self.pod_level_resource_managers:
+                raw["podEntries"] = {}  # restoreState takes them only with the gate on
             return from_raw(raw)
         if not self.pod_level_resource_managers:
             return from_raw(_load_v1(document, (_V1_NAME, _LEGACY_NAME)))
@@ -102,6 +137,78 @@ class MemoryCheckpointFormat:
         return from_raw(raw)
 
 
+V3_LOAD_ERROR = "could not load v3 checkpoint: "
+
+
+def _load_v3_chain(document: Any) -> dict[str, Any]:
+    """1.37's ``loadAndMigrateCheckpointV3``: V3; a V3 file (``data`` or ``dataChecksum`` set) that fails
+    is refused; otherwise V2, else V1 (its error kept) migrated into a fresh V2 (no ``podEntries``)."""
+    try:
+        return _load_v3(document)
+    except _V3Error as err:
+        if err.data or err.data_checksum:
+            raise CheckpointError(V3_LOAD_ERROR + str(err)) from None
+    try:
+        raw = normalise(document)
+        _verify_strict(raw, LAYOUT_POD_ENTRIES)
+        return raw
+    except CheckpointError:
+        pass
+    raw = _load_v1(document, (_LEGACY_NAME,))
+    raw["podEntries"] = {}
+    return raw
+
+
+class _V3Error(CheckpointError):
+    """A V3 read that failed, with the ``data`` and ``dataChecksum`` the outer struct got: encoding/json
+    keeps decoding after a type error, so they are known even when another field failed, and they decide
+    whether the kubelet falls back."""
+
+    def __init__(self, text: str, data: str, data_checksum: int) -> None:
+        super().__init__(text)
+        self.data = data
+        self.data_checksum = data_checksum
+
+
+def _load_v3(document: Any) -> dict[str, Any]:
+    """``GetCheckpoint`` into a ``MemoryManagerCheckpointV3``: ``UnmarshalCheckpoint`` (the outer struct,
+    then ``data``), then ``VerifyChecksum`` (``dataChecksum`` against ``data``). Returns the data as raw."""
+    top = document if isinstance(document, dict) else {}
+    data, data_checksum_value, errors = "", 0, []
+    found, value = _lookup(top, "data")
+    if found and value is not None:
+        if isinstance(value, str):
+            data = value
+        else:
+            errors.append(f"data: expected a string, got {type(value).__name__}")
+    found, value = _lookup(top, "dataChecksum")
+    if found and value is not None:
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**64:
+            data_checksum_value = value
+        else:
+            errors.append(f"dataChecksum: expected an unsigned integer, got {value!r}")
+    try:
+        normalise(_without_pod_entries(document))  # the embedded V1's fields, for their type errors
+    except CheckpointError as err:
+        errors.insert(0, str(err))
+    if errors:
+        raise _V3Error(
+            f"failed to deserialize memory manager checkpoint: {errors[0]}", data, data_checksum_value
+        )
+    try:
+        if not data:
+            raise CheckpointError("unexpected end of JSON input")
+        inner = _parse(data)
+        raw = normalise(_without_checksum(inner))
+    except CheckpointError as err:
+        raise _V3Error(
+            f"failed to deserialize memory manager checkpoint data: {err}", data, data_checksum_value
+        ) from None
+    if data_checksum_value != data_checksum(data):
+        raise _V3Error(str(CorruptCheckpointError(data_checksum_value, 0)), data, data_checksum_value)
+    return raw
+
+
 _LEGACY_NAME = "MemoryManagerCheckpoint"
 _V1_NAME = "MemoryManagerCheckpointV1"
 
@@ -109,6 +216,10 @@ _V1_NAME = "MemoryManagerCheckpointV1"
 def _parse(blob: bytes | str) -> Any:
     try:
         return json.loads(blob)
+    except json.JSONDecodeError as err:
+        if err.pos >= len(err.doc.rstrip()):  # cut short: Go's own text
+            raise CheckpointError("unexpected end of JSON input") from None
+        raise CheckpointError(f"invalid JSON in memory manager checkpoint: {err}") from None
     except (ValueError, UnicodeDecodeError) as err:
         raise CheckpointError(f"invalid JSON in memory manager checkpoint: {err}") from None
 
@@ -117,6 +228,13 @@ def _without_pod_entries(document: Any) -> Any:
     """The document as a struct without ``PodEntries`` sees it: encoding/json skips unknown keys."""
     if isinstance(document, dict):
         return {k: v for k, v in document.items() if k.lower() != "podentries"}
+    return document
+
+
+def _without_checksum(document: Any) -> Any:
+    """``MemoryManagerCheckpointData`` has no checksum field: a ``checksum`` key in ``data`` is skipped."""
+    if isinstance(document, dict):
+        return {k: v for k, v in document.items() if k.lower() != "checksum"}
     return document
 
 

@@ -1,4 +1,5 @@
-"""File-backed state (``state_checkpoint.go``): an in-memory cache written through on every change.
+"""File-backed state (``state_checkpoint.go``): an in-memory cache written through on every change, in the
+format of the emulated kubelet (``formats.MemoryCheckpointFormat``: V1, V2 or 1.37's V3).
 
 Writes are atomic (temporary file in the same directory, fsync, rename), like the kubelet's file store.
 """
@@ -100,6 +101,8 @@ class CheckpointState:
             entries=self._cache.get_memory_assignments(),
             pod_entries=self._cache.get_pod_memory_assignments(),
         )
+        if self.checkpoint_format is not None:
+            return self.checkpoint_format.marshal(checkpoint)
         return marshal(checkpoint, self.layout)
 
     def copy(self) -> MemoryState:
