@@ -217,13 +217,16 @@ class CPUManager:
                     whole.add(pod)
                 else:
                     active.update((pod.uid, c.name) for c in pod.all_containers())
+            assignments = self.state.get_cpu_assignments()
+            if not active and all(uid in whole for uid in assignments) and not self.container_map:
+                return []  # the common case at admission: nothing stale (no set of references built)
 
             def is_stale(ref: tuple[str, str]) -> bool:
                 return ref[0] not in whole and ref not in active
 
             stale = {
                 (pod, name)
-                for pod, containers in self.state.get_cpu_assignments().items()
+                for pod, containers in assignments.items()
                 for name in containers
                 if is_stale((pod, name))
             }
