@@ -18,7 +18,9 @@ A pod's life, as a cluster runs it:
   the pod object stays until the pod garbage collector deletes it.
 * an admitted pod is **Pending** for its start-up latency (``workload.startupLatency``), then **Running** (the
   containers' poststart hooks run: RTE's notify file for Guaranteed pods); a one-shot pod ends after its
-  lifetime: **Succeeded**, its resources released (poststop hooks), its object kept until collected.
+  lifetime: **Succeeded** (poststop hooks), its exclusive CPUs and memory held until the managers' next
+  sweep (:mod:`.kubelet`: the node's next admission, or the CPU Manager's reconcile), its object kept
+  until collected.
 
 What each watcher counts follows its shipped code: the scheduler's NodeInfo never counts a terminated pod
 (:func:`kubeletemu.fleet.kubelet.is_terminated`); the overreserve cache's informer (Dedicated: every phase
