@@ -225,6 +225,7 @@ class ContainerManager:
             feature_gates=gates,
             state=state,
             kubelet_version=self.config.emulator.kubelet_version,
+            active_pods=self._active if self.active_pods is not None else None,
         )
 
     def _build_memory(
@@ -278,10 +279,9 @@ class ContainerManager:
         active = self.active_pods if isinstance(active_pods, _Same) else active_pods
         clone._start_topology(self.config, self.machine, overrides, active)
         clone.devices = clone._build_devices(None, self)
-        clone.cpus = self.cpus.copy_for(clone.topology)
-        clone.memory = self.memory.copy_for(
-            clone.topology, clone._active if clone.active_pods is not None else None
-        )
+        active_func = clone._active if clone.active_pods is not None else None
+        clone.cpus = self.cpus.copy_for(clone.topology, active_func)
+        clone.memory = self.memory.copy_for(clone.topology, active_func)
         clone._register_providers()
         return clone
 

@@ -8,7 +8,7 @@ decides the reason. A refused pod holds nothing afterwards.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -108,6 +108,9 @@ class NodeEmulator:
             # below would then drop every pod that depended on it.
             check_checkpoints_present(self.state_dir, self.registry)
         self.cm = ContainerManager(config, machine, state_dir=self.state_dir, active_pods=self.registry.uids)
+        # Pods whose containers exited (:meth:`terminate`), by UID, in phase Succeeded, until the API server
+        # deletes them: no longer active, still in the pod manager (a 1.33 ``List`` returns them).
+        self.ended: dict[str, Pod] = {}
         # Counts the changes made through admit/remove/restore_state: an answer computed at one count
         # (``would_admit``) holds until the count moves (the fleet's scheduler keeps answers by it).
         self.state_version = 0
@@ -260,6 +263,7 @@ class NodeEmulator:
         for uid, hints in self.cm.topology.scope.pod_topology_hints.items():
             for name, hint in hints.items():
                 fork.cm.topology.scope.set_topology_hints(uid, name, hint)
+        fork.ended = dict(self.ended)
         fork.allocatable = self.allocatable
         fork.predicate = fork._predicate_handler()  # its own: the handler caches per-pod requests
         fork.pod_features = fork._pod_features_handler()
@@ -348,14 +352,61 @@ class NodeEmulator:
     # ---- bookkeeping ------------------------------------------------------------------------------
 
     def remove(self, uid: str) -> Pod:
+        return self._unregister(uid, self.cm.release)
+
+    def _unregister(self, uid: str, release: Callable[[str], None]) -> Pod:
+        """Drop an admitted pod from the registry, ``release`` (what its managers give back) in the same
+        batch of writes; returns the pod."""
         entry = self.registry.get(uid)
         if entry is None:
             raise PodNotFoundError(f'pod UID "{uid}" is not admitted here')
         self.state_version += 1
         with batched_writes():
-            self.cm.release(uid)
+            release(uid)
             self.registry.remove(uid)
         return entry.pod
+
+    def terminate(self, uid: str) -> Pod:
+        """The pod's containers exited (Succeeded): it leaves the active pods, and the Topology Manager
+        forgets its hints (``PostStopContainer``), but the CPU, Memory and Device Managers keep what they hold
+        until their stale-state sweeps: the next admission's hint or allocation calls, the CPU Manager's
+        reconcile loop (:meth:`reconcile_cpus`), a podresources ``List`` for devices (kubernetes v1.37.2
+        ``internal_container_lifecycle.go``, ``cpu_manager.go``, ``memory_manager.go``,
+        ``devicemanager/manager.go``; the same at v1.33.3, v1.34.7, v1.35.4 and v1.36.3). Returns the pod as
+        ended."""
+        ended = replace(self._unregister(uid, self.cm.topology.remove_pod), phase="Succeeded")
+        self.ended[uid] = ended
+        return ended
+
+    def reconcile_cpus(self) -> list[str]:
+        """The CPU Manager's ``reconcileState`` as far as it changes a state: its ``removeStaleState``
+        (the static policy only: under ``none`` the kubelet starts no loop). Returns the UIDs released."""
+        if self.config.kubelet.cpu_manager_policy == "none":
+            return []
+        released = self.cm.cpus.remove_stale_state(self.registry.uids())
+        if released:
+            self.state_version += 1
+        return released
+
+    def stale_state(self) -> dict[str, list[str]]:
+        """Pod UID -> the managers (``cpu``, ``memory``, ``devices``) still holding state for a pod that
+        is not active."""
+        active = set(self.registry.uids())
+        return {uid: what for uid, what in self.cm.pods_with_state().items() if uid not in active}
+
+    def swept(self) -> NodeEmulator:
+        """The node as the next admission's stale-state sweeps leave it (what it allocates from): itself
+        when no manager holds an inactive pod's state, else a fork that has swept."""
+        if not self.stale_state():
+            return self
+        fork = self.fork()
+        fork.cm.remove_stale_state(fork.registry.pods())
+        return fork
+
+    def forget_ended(self, uid: str) -> None:
+        """The API server deleted the ended pod: the pod manager drops it (its stale state stays until a
+        sweep)."""
+        self.ended.pop(uid, None)
 
     # ---- the saved state --------------------------------------------------------------------------
 

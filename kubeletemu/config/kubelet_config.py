@@ -25,6 +25,7 @@ from types import MappingProxyType
 from typing import Any
 
 from kubeletemu.config import fields
+from kubeletemu.config.emulator_config import parse_duration
 from kubeletemu.config.fields import Where
 from kubeletemu.cpumanager.cpuset import CPUSet
 from kubeletemu.cpumanager.errors import CPUSetError
@@ -50,6 +51,9 @@ DEFAULT_EVICTION_HARD: Mapping[str, str] = MappingProxyType(
     }
 )
 DEFAULT_MAX_PODS = 110
+# SetDefaults_KubeletConfiguration (v1.37.2 pkg/kubelet/apis/config/v1beta1/defaults.go): an absent or zero
+# cpuManagerReconcilePeriod is 10 s; the same at 1.33-1.36.
+DEFAULT_CPU_MANAGER_RECONCILE_PERIOD_S = 10.0
 
 # The eviction signals the kubelet knows (signalToResource).
 EVICTION_SIGNALS = frozenset(
@@ -87,6 +91,9 @@ class KubeletConfiguration:
     topology_manager_policy_options_given: bool = False
     cpu_manager_policy: str = "none"
     cpu_manager_policy_options: Mapping[str, str] = field(default_factory=lambda: _frozen({}))
+    # Seconds between the static CPU Manager's reconcileState runs (its removeStaleState releases the
+    # exclusive CPUs of pods no longer active); only the fleet's kubelets run that loop.
+    cpu_manager_reconcile_period_s: float = DEFAULT_CPU_MANAGER_RECONCILE_PERIOD_S
     reserved_system_cpus: CPUSet = field(default_factory=CPUSet)
     memory_manager_policy: str = "None"
     reserved_memory: tuple[MemoryReservation, ...] = ()
@@ -161,6 +168,7 @@ def parse_kubelet_configuration(doc: Mapping[str, Any], where: Where) -> Kubelet
         cpu_manager_policy_options=_frozen(
             fields.string_map(where, "cpuManagerPolicyOptions", doc.get("cpuManagerPolicyOptions"))
         ),
+        cpu_manager_reconcile_period_s=_reconcile_period(doc.get("cpuManagerReconcilePeriod"), where),
         reserved_system_cpus=_reserved_system_cpus(doc, where),
         memory_manager_policy=memory_policy,
         reserved_memory=_reserved_memory(doc.get("reservedMemory"), where),
@@ -171,6 +179,22 @@ def parse_kubelet_configuration(doc: Mapping[str, Any], where: Where) -> Kubelet
         max_pods=max_pods or DEFAULT_MAX_PODS,
         feature_gates=_frozen(fields.bool_map(where, "featureGates", doc.get("featureGates"))),
     )
+
+
+def _reconcile_period(value: Any, where: Where) -> float:
+    """A ``metav1.Duration``: a Go duration string (a YAML number is no string to its JSON decoding); zero
+    or absent is the default. A negative period would make the kubelet's ``wait.Until`` loop without
+    pause, so it is refused."""
+    if value is None:
+        return DEFAULT_CPU_MANAGER_RECONCILE_PERIOD_S
+    text = fields.string(where, "cpuManagerReconcilePeriod", value)
+    if text.startswith("-"):
+        raise where.error("cpuManagerReconcilePeriod", f"must not be negative, got {text}")
+    try:
+        seconds = 0.0 if text in ("0", "+0") else parse_duration(text.removeprefix("+"))
+    except ValueError as err:
+        raise where.error("cpuManagerReconcilePeriod", str(err)) from None
+    return seconds or DEFAULT_CPU_MANAGER_RECONCILE_PERIOD_S
 
 
 def _reserved_system_cpus(doc: Mapping[str, Any], where: Where) -> CPUSet:

@@ -2,14 +2,20 @@
 
 The Topology Manager calls ``get_topology_hints`` / ``get_pod_topology_hints``, stores the merged hint,
 then calls ``allocate`` (or ``allocate_pod`` with ``PodLevelResourceManagers``), which reads that hint
-back through the Store. The kubelet's stale-state sweep over active pods is ``remove_stale_state``.
+back through the Store. The kubelet's stale-state sweep over active pods is ``remove_stale_state``: with
+``active_pods`` it runs first in every hint and allocation call, as ``GetTopologyHints``,
+``GetPodTopologyHints``, ``Allocate`` and ``AllocatePod`` call ``removeStaleState`` (kubernetes v1.37.2
+``pkg/kubelet/cm/cpumanager/cpu_manager.go``; the same at v1.33.3, v1.34.7, v1.35.4 and v1.36.3), and its
+``reconcileState`` loop calls it every ``cpuManagerReconcilePeriod`` (the fleet's kubelets run that loop,
+:mod:`kubeletemu.fleet.kubelet`). So a pod that is no longer active keeps its exclusive CPUs until the next of
+these.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from kubeletemu.cpumanager.cpuset import CPUSet
 from kubeletemu.cpumanager.errors import CPUManagerError
@@ -29,14 +35,26 @@ from kubeletemu.topologymanager import ProviderHints, Store
 from kubeletemu.versions.version import MASTER
 
 POLICY_NAMES = (POLICY_NONE, POLICY_STATIC)
+# The kubelet's GetActivePods: pods (or their UIDs: every container of the pod is active).
+ActivePodsFunc = Callable[[], Iterable[Pod | str]]
 
 
 class CPUManager:
     """``manager``: serialises policy calls and keeps the container-id map."""
 
-    def __init__(self, policy: Policy, topology: CPUTopology | None, state: State | None = None) -> None:
+    def __init__(
+        self,
+        policy: Policy,
+        topology: CPUTopology | None,
+        state: State | None = None,
+        active_pods: ActivePodsFunc | None = None,
+    ) -> None:
         self.policy = policy
         self.topology = topology
+        # None: no stale-state sweep at admission (the manager alone, as the conformance tables drive it).
+        self.active_pods = active_pods
+        # The pod being admitted is active to the sweep (the kubelet's pod manager holds it already).
+        self._pending_pod: str | None = None
         self._lock = threading.RLock()
         self._state: State | None = state
         # containerID -> (podUID, container name), filled by add_container.
@@ -69,7 +87,7 @@ class CPUManager:
             self.policy.start(self._state)
             self._allocatable = self.policy.get_allocatable_cpus(self._state)
 
-    def copy_for(self, affinity: Store) -> CPUManager:
+    def copy_for(self, affinity: Store, active_pods: ActivePodsFunc | None = None) -> CPUManager:
         """A manager on an in-memory copy of this one's state, bound to ``affinity`` (another Topology
         Manager): what a what-if runs on. The policy's ``Start`` validation is not run again (the kubelet
         validates its state only when it starts, never at admission); the static policy's gauges are set
@@ -84,7 +102,7 @@ class CPUManager:
                 except CPUManagerError as err:
                     raise type(err)(f"new static policy error: {err}") from None
                 policy.update_metrics_from_state(state)
-        manager = CPUManager(policy, self.topology, state)
+        manager = CPUManager(policy, self.topology, state, active_pods)
         manager.checkpoint_format = self.checkpoint_format
         manager._allocatable = self._allocatable
         return manager
@@ -98,16 +116,24 @@ class CPUManager:
     # -- the HintProvider ------------------------------------------------------------------------------
 
     def get_topology_hints(self, pod: Pod, container: Container) -> ProviderHints:
+        self._admitting(pod)
         with self._lock:
             return self.policy.get_topology_hints(self.state, pod, container)
 
     def get_pod_topology_hints(self, pod: Pod) -> ProviderHints:
+        self._admitting(pod)
         with self._lock:
             return self.policy.get_pod_topology_hints(self.state, pod)
 
     def allocate(self, pod: Pod, container: Container) -> None:
+        self._admitting(pod)
         with self._lock:
             self.policy.allocate(self.state, pod, container)
+
+    def _admitting(self, pod: Pod) -> None:
+        """``removeStaleState`` before the call, with the pod being admitted counted active."""
+        self._pending_pod = pod.uid
+        self.remove_stale_state()
 
     def metrics(self) -> CPUManagerMetrics:
         """The policy's metric values now: the static policy's counters and gauges; nothing under none,
@@ -123,6 +149,7 @@ class CPUManager:
         return metrics.pinning_requests, metrics.pinning_errors
 
     def allocate_pod(self, pod: Pod) -> None:
+        self._admitting(pod)
         with self._lock:
             self.policy.allocate_pod(self.state, pod)
 
@@ -154,6 +181,8 @@ class CPUManager:
             names |= {name for uid, name in self.container_map.values() if uid == pod_uid}
             for name in sorted(names):
                 self.remove_container_by_ref(pod_uid, name)
+            if self._pending_pod == pod_uid:
+                self._pending_pod = None
 
     def restore_checkpoint(self, blob: bytes, admitted: Iterable[str]) -> None:
         """Go back to a checkpoint's content, writing nothing (the daemon's undo of calls whose files
@@ -172,19 +201,39 @@ class CPUManager:
                     del reuse[uid]
                 self.policy.update_metrics_from_state(state)
 
-    def remove_stale_state(self, active_pods: Iterable[Pod]) -> None:
-        """``removeStaleState``: forget containers that no active pod has any more."""
+    def remove_stale_state(self, active_pods: Iterable[Pod | str] | None = None) -> list[str]:
+        """``removeStaleState``: forget containers that no active pod has any more; returns the UIDs of
+        the pods whose state went. ``active_pods`` None: the manager's own ``active_pods`` and the pod
+        being admitted (no sweep without them)."""
+        if active_pods is None:
+            if self.active_pods is None:
+                return []
+            active_pods = [*self.active_pods(), *([self._pending_pod] if self._pending_pod else [])]
         with self._lock:
-            active = {(pod.uid, c.name) for pod in active_pods for c in pod.all_containers()}
+            whole: set[str] = set()
+            active: set[tuple[str, str]] = set()
+            for pod in active_pods:
+                if isinstance(pod, str):
+                    whole.add(pod)
+                else:
+                    active.update((pod.uid, c.name) for c in pod.all_containers())
+            assignments = self.state.get_cpu_assignments()
+            if not active and all(uid in whole for uid in assignments) and not self.container_map:
+                return []  # the common case at admission: nothing stale (no set of references built)
+
+            def is_stale(ref: tuple[str, str]) -> bool:
+                return ref[0] not in whole and ref not in active
+
             stale = {
                 (pod, name)
-                for pod, containers in self.state.get_cpu_assignments().items()
+                for pod, containers in assignments.items()
                 for name in containers
-                if (pod, name) not in active
+                if is_stale((pod, name))
             }
-            stale |= {ref for ref in self.container_map.values() if ref not in active}
+            stale |= {ref for ref in self.container_map.values() if is_stale(ref)}
             for pod_uid, name in sorted(stale):
                 self.remove_container_by_ref(pod_uid, name)
+            return sorted({pod_uid for pod_uid, _ in stale})
 
     # -- queries ---------------------------------------------------------------------------------------
 
@@ -272,6 +321,7 @@ def new_manager(
     start: bool = True,
     state: State | None = None,
     kubelet_version: str = MASTER,
+    active_pods: ActivePodsFunc | None = None,
 ) -> CPUManager:
     """``NewManager`` (and, unless ``start=False``, ``Start``).
 
@@ -305,7 +355,7 @@ def new_manager(
             raise type(err)(f"new static policy error: {err}") from None
     else:
         raise CPUManagerError(f'unknown policy: "{policy_name}"')
-    manager = CPUManager(policy, topology, state)
+    manager = CPUManager(policy, topology, state, active_pods)
     manager.checkpoint_format = CPUCheckpointFormat.for_kubelet(kubelet_version, feature_gates)
     if start:
         manager.start(state_dir, initial_containers)

@@ -18,7 +18,9 @@ A pod's life, as a cluster runs it:
   the pod object stays until the pod garbage collector deletes it.
 * an admitted pod is **Pending** for its start-up latency (``workload.startupLatency``), then **Running** (the
   containers' poststart hooks run: RTE's notify file for Guaranteed pods); a one-shot pod ends after its
-  lifetime: **Succeeded**, its resources released (poststop hooks), its object kept until collected.
+  lifetime: **Succeeded** (poststop hooks), its exclusive CPUs and memory held until the managers' next
+  sweep (:mod:`.kubelet`: the node's next admission, or the CPU Manager's reconcile), its object kept
+  until collected.
 
 What each watcher counts follows its shipped code: the scheduler's NodeInfo never counts a terminated pod
 (:func:`kubeletemu.fleet.kubelet.is_terminated`); the overreserve cache's informer (Dedicated: every phase
@@ -60,10 +62,13 @@ from kubeletemu.fleet.distributions import FIXED
 from kubeletemu.fleet.exporters import Exporter, make_exporter
 from kubeletemu.fleet.gc_tuning import fewer_collections
 from kubeletemu.fleet.kubelet import (
+    AT_ADMISSION,
+    AT_RECONCILE,
     FAILED,
     PENDING,
     RUNNING,
     SUCCEEDED,
+    TRACKED,
     KubeletNode,
     holds_exclusive,
     is_terminated,
@@ -258,7 +263,10 @@ class FleetRun:
                     labels=labels,
                     allocatable=MappingProxyType(dict(emulator.allocatable.allocatable)),
                 )
-                kubelet = KubeletNode(len(self.nodes), name, emulator)
+                # The CPU Manager's reconcile ticker started with the kubelet, before the run.
+                period = node_config.kubelet.cpu_manager_reconcile_period_s
+                phase = random.Random(stable_seed("cpu-reconcile", self.config.seed, name)).uniform(0, period)
+                kubelet = KubeletNode(len(self.nodes), name, emulator, reconcile_phase=phase)
                 self.nodes.append(_Node(kubelet, node, NodeInfo(name, node)))
 
     def _start_exporters(self) -> None:
@@ -603,7 +611,7 @@ class FleetRun:
         """The kubelet sees the pod bound to it and admits it (or rejects it)."""
         if self.would_admit is not None:
             self.would_admit.settled(node.name, pod.uid)
-        report = node.kubelet.admit(pod)
+        report, swept = node.kubelet.admit(pod, self.clock.now())
         self.counters.admissions += 1
         if report.admitted:
             record.admitted = True
@@ -611,11 +619,13 @@ class FleetRun:
             if later:
                 # The node changed under an unchanged NodeInfo: what the scheduler kept for it is stale.
                 self._replace_info(node)
-            if node.exporter is not None and record.exclusive:
+            if node.exporter is not None and (record.exclusive or swept):
                 node.exporter.state_files_written()
             latency = self._startup_latency(pod)
             self.clock.after(latency, lambda: self._started(record, node))
         else:
+            if node.exporter is not None and swept:
+                node.exporter.state_files_written()  # the sweep before the refusal rewrote a state file
             self._rejected(record, node, pod, report)
 
     def _startup_latency(self, pod: Pod) -> float:
@@ -665,12 +675,17 @@ class FleetRun:
         self._check_done()
 
     def _completed(self, record: PodRecord, node: _Node) -> None:
-        """The containers exited: Succeeded, resources released (the poststop hooks run)."""
+        """The containers exited: Succeeded (the poststop hooks run). Its exclusive CPUs and memory stay
+        with the managers until their next sweep (:mod:`kubeletemu.fleet.kubelet`): the node's next
+        admission, or the CPU Manager's next reconcile."""
         pod = record.pod
-        node.kubelet.complete(pod)
+        kubelet = node.kubelet
+        if kubelet.complete(pod, self.clock.now()) and not kubelet.reconcile_due:
+            kubelet.reconcile_due = True
+            self.clock.after(
+                kubelet.next_reconcile(self.clock.now()) - self.clock.now(), lambda: self._reconcile(node)
+            )
         if node.exporter is not None:
-            if record.exclusive:
-                node.exporter.state_files_written()
             node.exporter.container_stopped(pod.qos_class == QOSClass.GUARANTEED)
         record.slot.done = True
         node.pods.pop(pod.uid, None)
@@ -678,6 +693,14 @@ class FleetRun:
         self._write(record, dataclasses.replace(pod, phase=SUCCEEDED))
         self.counters.completed += 1
         self.gc.pod_terminated(record.key, record)
+
+    def _reconcile(self, node: _Node) -> None:
+        """The CPU Manager's reconcile ticker fired with stale CPUs to release (the ticks between release
+        nothing and are not run)."""
+        kubelet = node.kubelet
+        kubelet.reconcile_due = False
+        if kubelet.reconcile(self.clock.now()) and node.exporter is not None:
+            node.exporter.state_files_written()
 
     # ---- the run ------------------------------------------------------------------------------------------
 
@@ -811,6 +834,7 @@ class FleetRun:
                 "p50": _percentile(delays, 50) if delays else None,
                 "max": round(delays[-1], 6) if delays else None,
             },
+            "released_after_exit": _released_after_exit(self.nodes),
             "stale_flushes": counters.stale_flushes,
             "reservations_lost": counters.reservations_lost,
             "errors_after_stale_flush": counters.errors_after_stale_flush,
@@ -828,6 +852,24 @@ def _percentile(ordered: list[float], q: int) -> float:
         return 0.0
     rank = max(1, -(-q * len(ordered) // 100))
     return round(ordered[rank - 1], 6)
+
+
+def _released_after_exit(nodes: list[_Node]) -> dict[str, Any]:
+    """Per manager (``cpu``, ``memory``): how many ended pods' state it released at a reconcile and at an
+    admission, how long after the pod's exit (nearest-rank p50 and max, seconds), and how many ended pods
+    it still held when the run ended."""
+    out: dict[str, Any] = {}
+    for manager in TRACKED:
+        releases = [r for n in nodes for r in n.kubelet.releases if r.manager == manager]
+        held = sorted(r.held_s for r in releases)
+        out[manager] = {
+            "at_reconcile": sum(r.cause == AT_RECONCILE for r in releases),
+            "at_admission": sum(r.cause == AT_ADMISSION for r in releases),
+            "held_p50_s": _percentile(held, 50) if held else None,
+            "held_max_s": round(held[-1], 6) if held else None,
+            "still_held": sum(manager in h for n in nodes for _, h in n.kubelet.stale.values()),
+        }
+    return out
 
 
 def _utilisation(nodes: list[_Node]) -> tuple[list[dict[str, Any]], int, int]:

@@ -23,7 +23,7 @@ exporter:                        # one per node, publishing the node's NRT (kube
   maxEventsPerSecond: 1          # RTE's rate limiter (--max-events-per-second; 0: none)
   kubeletStateDir: true          # nfd-topology-updater --kubelet-state-dir watched (its default)
   fingerprintMethod: with-exclusive-resources   # RTE's default; nfd-topology-updater signs every listed pod
-binding:                         # the binding cycle and the kubelet's watch (defaults: none, as before)
+binding:                         # the binding cycle and the kubelet's watch (0 by default: docs/fleet.md)
   latency: {fixed: 0s}           # assume (Reserve) to the Binding stored: kube-scheduler's bindingCycle
   failureRate: 0                 # a bind that fails (seeded per pod): ForgetPod, Unreserve, back to the queue
   kubeletWatchLatency: {fixed: 0s}   # the Binding stored to the kubelet's watch delivering it (admission)

@@ -169,19 +169,25 @@ class MemoryManager:
         for cid in [c for c, ref in self._container_map.items() if ref == (pod_uid, container_name)]:
             del self._container_map[cid]
 
-    def remove_stale_state(self) -> None:
-        """``removeStaleState``: drop containers of pods that are not active (needs ``active_pods``)."""
+    def remove_stale_state(self) -> list[str]:
+        """``removeStaleState``: drop containers of pods that are not active (needs ``active_pods``); returns
+        the UIDs whose state went. The kubelet runs it only in the hint and allocation calls (the Memory
+        Manager has no reconcile loop: kubernetes v1.37.2 ``memory_manager.go``, the same at v1.33.3 –
+        v1.36.3), so a pod no longer active keeps its memory blocks until the node's next admission."""
         if self.active_pods is None:
-            return
+            return []
         active = {p if isinstance(p, str) else p.uid for p in self.active_pods()}
         if self._pending_pod is not None:
             active.add(self._pending_pod)
+        removed = []
         with self._lock:
-            for pod_uid, containers in self.state.get_memory_assignments().items():
+            for pod_uid, containers in list(self.state.get_memory_assignments().items()):
                 if pod_uid in active:
                     continue
-                for name in containers:
+                removed.append(pod_uid)
+                for name in list(containers):
                     self._remove_by_ref(pod_uid, name)
+        return removed
 
     def restore_checkpoint(self, blob: bytes, admitted: Iterable[str]) -> None:
         """Go back to a checkpoint's content, writing nothing (the daemon's undo of calls whose files

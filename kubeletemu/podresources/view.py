@@ -265,8 +265,11 @@ def list_pods(emulator: NodeEmulator) -> Listing:
     response = v1.ListPodResourcesResponse()
     add = response.pod_resources.add
     pods = []
-    for entry in emulator.registry:
-        pod = entry.pod
+    known = [entry.pod for entry in emulator.registry]
+    if not active_only:
+        # Ended pods stay in the pod manager; what the managers have not swept yet is listed with them.
+        known.extend(emulator.ended.values())
+    for pod in known:
         if active_only and not is_active(pod):
             continue
         msg = add()

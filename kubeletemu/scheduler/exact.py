@@ -223,7 +223,8 @@ class ExactNUMAFit:
     def _numa_usage(self, name: str, emulator: NodeEmulator) -> tuple[NUMANodeUsage, ...]:
         kept = self._usage.get(name)
         if kept is None or kept[0] is not emulator or kept[1] != emulator.state_version:
-            kept = self._usage[name] = (emulator, emulator.state_version, numa_usage(emulator))
+            # Free as the kubelet's admission finds it: after its sweeps of ended pods' state.
+            kept = self._usage[name] = (emulator, emulator.state_version, numa_usage(emulator.swept()))
         return kept[2]
 
 

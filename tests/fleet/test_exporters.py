@@ -56,7 +56,7 @@ def test_rte_scans_on_its_ticker_and_the_notify_file_and_writes_only_changes(fle
     assert before.annotations["k8stopoawareschedwg/rte-update"] == "periodic"
     # Admitted: no hook has run, nothing is scanned; the tick at 15 s sees the pod.
     clock.run_until(10.0)
-    assert node.admit(_pod("p")).admitted
+    assert node.admit(_pod("p"))[0].admitted
     clock.run_until(14.0)
     assert len(writes.seen) == 1 and rte.scans == 1
     clock.run_until(15.0)
@@ -94,8 +94,8 @@ def test_a_rejected_pod_is_listed_by_a_1_33_kubelet_only(fleet_dir: Path, versio
     writes = Writes(clock)
     spec = ExporterSpec(0.0, RTE, notify_file=True, fingerprint_method="all")
     rte = make_exporter(node, clock, spec, 0.0, writes)
-    assert node.admit(_pod("fits", "6")).admitted
-    assert not node.admit(_pod("too-big", "40")).admitted
+    assert node.admit(_pod("fits", "6"))[0].admitted
+    assert not node.admit(_pod("too-big", "40"))[0].admitted
     rte.start()
     expected = [("default", "fits"), ("default", "too-big")] if listed else [("default", "fits")]
     assert writes.seen[-1][1].attribute(ATTRIBUTE) == compute(expected)
@@ -120,11 +120,23 @@ def test_nfd_scans_on_state_file_writes_and_signs_every_listed_pod(fleet_dir: Pa
     assert len(writes.seen) == 1
     nfd.state_files_written()
     assert writes.seen[-1][1].attribute(ATTRIBUTE) == compute([("default", "p")])
+    # The containers exit: no state file is written, and 1.33's List still returns the pod with the CPUs
+    # and memory the managers have not swept yet: a scan then publishes the same object.
     node.complete(_pod("p"))
+    assert node.stale and not node.releases
+    nfd.tick()
+    assert len(writes.seen) == 2
+    # The CPU Manager's reconcile releases its CPUs and rewrites cpu_manager_state: nfd's watch scans and
+    # still signs the pod (every listed pod), its CPUs free again; its memory waits for an admission.
+    assert node.reconcile(7.5)
+    assert [(r.manager, r.cause) for r in node.releases] == [("cpu", "reconcile")]
     nfd.state_files_written()
-    # 1.33 still lists the completed pod: nfd signs it (every listed pod) though it holds nothing now.
     assert writes.seen[-1][1].attribute(ATTRIBUTE) == compute([("default", "p")])
-    assert writes.seen[-1][1] != writes.seen[-2][1]  # its CPUs are free again
+    assert writes.seen[-1][1] != writes.seen[-2][1]
+    report, swept = node.admit(_pod("q", "1"), 9.0)
+    assert report.admitted and swept
+    assert [(r.manager, r.cause) for r in node.releases][1:] == [("memory", "admission")]
+    assert not node.stale and node.releases[-1].held_s == 9.0
     off = make_exporter(node, clock, ExporterSpec(60.0, NFD, kubelet_state_dir=False), 5.0, writes)
     off.start()
     off.state_files_written()

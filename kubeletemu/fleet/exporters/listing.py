@@ -2,12 +2,11 @@
 
 ``List`` is the emulated kubelet's own (:func:`kubeletemu.podresources.view.list_pods`: admitted pods, and
 from kubelet 1.34 active ones only, gate ``KubeletPodResourcesListUseActivePods``). A 1.33 kubelet lists
-every pod its pod manager holds, which is more than the emulator's admitted pods: a pod it rejected at
-admission (Failed; ``HandlePodAdditions`` adds the pod to the pod manager before ``canAdmitPod``) and a pod
-whose containers have exited (Succeeded) stay there until the API server deletes the pod object. The
-fleet's :class:`~kubeletemu.fleet.kubelet.KubeletNode` keeps those; here they join the listing with no
-resources (a rejected pod never held any; a completed pod's exclusive CPUs and memory are released, which
-the kubelet does at its next stale-state sweep and the fleet at once).
+every pod its pod manager holds until the API server deletes the pod object: a pod whose containers have
+exited (Succeeded, the emulator's ``ended``), with the CPUs and memory its managers have not swept yet
+(:mod:`kubeletemu.fleet.kubelet`), and a pod it rejected at admission (Failed; ``HandlePodAdditions`` adds
+the pod to the pod manager before ``canAdmitPod``), which the fleet's
+:class:`~kubeletemu.fleet.kubelet.KubeletNode` keeps and which joins the listing here with no resources.
 
 * RTE (resource-topology-exporter ef567ef3f9fb8059ea474ef91fbff37674c44a68, ``pkg/resourcemonitor``'s
   ``Scan``): as :func:`kubeletemu.podresources.nrt.node_resource_topology` builds it (zones, attributes,
