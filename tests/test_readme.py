@@ -93,7 +93,7 @@ def test_every_example_is_marked_and_known() -> None:
 def test_the_test_command_is_what_ci_runs() -> None:
     [command] = of_kind("tests")
     ci = (REPO / ".ci" / "run").read_text()
-    extras = "'.[test,plot,cluster,nodes]'"
+    extras = "'.[test,plot,cluster,nodes,extender]'"
     assert f"pip install -e {extras}" in command.body and f"pip install --quiet -e {extras}" in ci
     assert command.body.endswith(".venv/bin/python -m pytest -q -n auto --dist loadfile")
     assert "-m pytest -q -n auto --dist loadfile\n" in ci

@@ -16,7 +16,9 @@ bind: {enabled: false, kubeconfig: /etc/kubernetes/scheduler.conf, context: ""}
 readiness: {expectedNodes: [worker-000, worker-001], when: all}   # all | any | always
 optInResources: [kubeletemu.io/exact-numa]   # say nothing about exclusivity (the pods' opt-in resource)
 maxBodyBytes: 3145728
-feeds: []                          # where the node agents' state comes from (kubeletemu.extender.feed_client)
+feeds:                             # where the node agents' states come from (mutual TLS gRPC)
+- agents: [10.0.0.5:7443, 10.0.0.6:7443]   # each daemon's --feed-address, or a kubeletemu nodes' one
+  tls: {caFile: agents-ca.crt, certFile: extender-client.crt, keyFile: extender-client.key}
 ```
 
 Every field but ``tls`` has the default shown (``listen`` ``0.0.0.0:8443``, ``pathPrefix`` empty). Any
@@ -26,7 +28,7 @@ problem is an :class:`ExtenderConfigError` naming the file and the field.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,13 +66,28 @@ class ExtenderConfigError(ValueError):
 
 
 @dataclass(frozen=True)
-class _Where:
-    source: str
+class _Where(read.SourceReporter[ExtenderConfigError]):
+    kind: Callable[[str], ExtenderConfigError] = ExtenderConfigError
 
-    def error(self, path: str, problem: str) -> ExtenderConfigError:
-        return ExtenderConfigError(
-            f"{self.source}: {path}: {problem}" if path else f"{self.source}: {problem}"
-        )
+
+@dataclass(frozen=True)
+class FeedConfig:
+    """One ``feeds`` entry: the agents to mirror and the extender's client identity towards them.
+
+    ``agents``: ``host:port`` of each agent's feed (a daemon's ``--feed-address``, or a ``kubeletemu
+    nodes``); ``ca_file`` the CA the agents' server certificates chain to; ``cert_file``/``key_file`` the
+    extender's client certificate and key; ``server_name`` overrides the name checked in the agents'
+    certificates (None: the host of each address)."""
+
+    agents: tuple[str, ...]
+    ca_file: str
+    cert_file: str
+    key_file: str
+    server_name: str | None = None
+    backoff_initial: float = 0.5
+    backoff_max: float = 30.0
+    # Which nodes to ask each agent for; empty: all it runs.
+    nodes: tuple[str, ...] = field(default=())
 
 
 @dataclass(frozen=True)
@@ -102,8 +119,8 @@ class ExtenderConfig:
     ready_when: str = "all"
     opt_in_resources: tuple[str, ...] = ()
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
-    # The node agents' feeds, as written (h45feed's kubeletemu.extender.feed_client reads them).
-    feeds: tuple[Mapping[str, Any], ...] = ()
+    # The node agents' feeds (kubeletemu.extender.feed_client follows each).
+    feeds: tuple[FeedConfig, ...] = ()
     source: str = "<extender>"
 
     def path(self, verb: str) -> str:
@@ -180,7 +197,7 @@ def parse_config(text: str, source: str = "<extender>", base_dir: str = ".") -> 
     if max_body < 1024:
         raise where.error("maxBodyBytes", f"must be at least 1024, got {max_body}")
     feeds = tuple(
-        read.mapping(where, f"feeds[{i}]", f)
+        _feed(where, f"feeds[{i}]", f, file_name)
         for i, f in enumerate(read.sequence(where, "feeds", doc.get("feeds")))
     )
     return ExtenderConfig(
@@ -210,11 +227,45 @@ def _only(where: _Where, path: str, value: Any, keys: tuple[str, ...]) -> Mappin
     return doc
 
 
-def _listen(where: _Where, value: Any) -> tuple[str, int]:
-    text = read.string(where, "listen", value)
+_FEED_KEYS = ("agents", "tls", "serverName", "nodes")
+
+
+def _feed(where: _Where, path: str, value: Any, file_name: Callable[[str, Any], str]) -> FeedConfig:
+    """``{agents: [host:port...], tls: {caFile, certFile, keyFile}, serverName, nodes}``."""
+    doc = _only(where, path, value, _FEED_KEYS)
+    agents = tuple(
+        read.string(where, f"{path}.agents[{i}]", a)
+        for i, a in enumerate(read.sequence(where, f"{path}.agents", doc.get("agents")))
+    )
+    if not agents:
+        raise where.error(f"{path}.agents", "Required value: at least one agent's host:port")
+    for i, agent in enumerate(agents):
+        _listen(where, agent, f"{path}.agents[{i}]")
+    raw_tls = doc.get("tls")
+    if raw_tls is None:
+        raise where.error(f"{path}.tls", "Required value: the feeds are mutual TLS only")
+    tls = _only(where, f"{path}.tls", raw_tls, ("caFile", "certFile", "keyFile"))
+    ca, cert, key = (file_name(f"{path}.tls.{k}", tls.get(k)) for k in ("caFile", "certFile", "keyFile"))
+    server_name = doc.get("serverName")
+    nodes = tuple(
+        read.string(where, f"{path}.nodes[{i}]", n)
+        for i, n in enumerate(read.sequence(where, f"{path}.nodes", doc.get("nodes")))
+    )
+    return FeedConfig(
+        agents,
+        ca,
+        cert,
+        key,
+        server_name=None if server_name is None else read.string(where, f"{path}.serverName", server_name),
+        nodes=nodes,
+    )
+
+
+def _listen(where: _Where, value: Any, path: str = "listen") -> tuple[str, int]:
+    text = read.string(where, path, value)
     host, sep, port_text = text.rpartition(":")
     if not sep or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
-        raise where.error("listen", f"expected host:port, got {text!r}")
+        raise where.error(path, f"expected host:port, got {text!r}")
     return host.strip("[]") or "0.0.0.0", int(port_text)
 
 

@@ -27,6 +27,7 @@ import grpc
 from kubeletemu._proto.kubeletemu.v1 import feed_pb2 as pb
 from kubeletemu._proto.kubeletemu.v1 import feed_pb2_grpc as pb_grpc
 from kubeletemu.emulator import NodeEmulator
+from kubeletemu.extender.config import FeedConfig
 from kubeletemu.feed.state import NodeStateError, to_emulator
 from kubeletemu.feed.tls import read_tls_file
 from kubeletemu.feed.wire import MAX_STATE_BYTES, state_from_message
@@ -42,26 +43,6 @@ class MirrorSink(Protocol):
     def heartbeat(self, node: str) -> None: ...
 
     def disconnected(self, node: str, reason: str) -> None: ...
-
-
-@dataclass(frozen=True)
-class FeedConfig:
-    """The agents to mirror and the extender's client identity.
-
-    ``agents``: ``host:port`` of each agent's feed (a daemon's ``--feed-address``, or a ``kubeletemu
-    nodes``); ``ca_file`` the CA the agents' server certificates chain to; ``cert_file``/``key_file`` the
-    extender's client certificate and key; ``server_name`` overrides the name checked in the agents'
-    certificates (None: the host of each address)."""
-
-    agents: tuple[str, ...]
-    ca_file: str
-    cert_file: str
-    key_file: str
-    server_name: str | None = None
-    backoff_initial: float = 0.5
-    backoff_max: float = 30.0
-    # Which nodes to ask each agent for; empty: all it runs.
-    nodes: tuple[str, ...] = field(default=())
 
 
 @dataclass

@@ -13,18 +13,15 @@
   nodes that are not.
 * Bind is served only when ``bind.enabled``.
 
-The node agents' feeds are started by ``kubeletemu.extender.feed_client.start_feeds(config, mirrors)``
-when ``feeds`` names any: called once in the running loop after the mirrors exist; it may be a coroutine
-function; what it returns (if anything) is stopped at shutdown by its ``close()`` (awaited when it is a
-coroutine) or, for an ``asyncio.Task``, by cancelling it.
+The node agents' feeds (``feeds``, each a :class:`~kubeletemu.extender.config.FeedConfig`) are
+followed by :func:`kubeletemu.extender.feed_client.start_feeds` once the server listens, and closed at
+shutdown.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
-import inspect
 import os
 import signal
 import ssl
@@ -37,6 +34,7 @@ from aiohttp import web
 
 from kubeletemu.extender.config import ExtenderConfig
 from kubeletemu.extender.engine import Engine
+from kubeletemu.extender.feed_client import Feeds, start_feeds
 from kubeletemu.extender.ledger import CLOSING_RULES, Ledger
 from kubeletemu.extender.metrics import CONTENT_TYPE, ExtenderMetrics
 from kubeletemu.extender.mirrors import FRESH, Mirrors
@@ -51,6 +49,7 @@ from kubeletemu.extender.protocol import (
     parse_binding_args,
     parse_preemption_args,
 )
+from kubeletemu.feed.tls import TLSFileError
 from kubeletemu.logger import get_logger
 
 log = get_logger("kubeletemu.extender")
@@ -101,7 +100,7 @@ class ExtenderServer:
         self.metrics = ExtenderMetrics(self.mirrors, self.ledger)
         self.binder = binder
         self._runner: web.AppRunner | None = None
-        self._feeds: Any = None
+        self._feeds: list[Feeds] = []
         self.port: int | None = None
 
     # ---- the application -------------------------------------------------------------------------------
@@ -215,29 +214,21 @@ class ExtenderServer:
         return self.port
 
     async def _start_feeds(self) -> None:
+        """One :func:`~kubeletemu.extender.feed_client.start_feeds` per ``feeds`` entry, once the server
+        listens; a TLS file it cannot read stops the start with one line."""
         if not self.config.feeds:
             return
-        try:
-            module = importlib.import_module("kubeletemu.extender.feed_client")
-        except ImportError as err:
-            raise StartError(
-                f"{self.config.source}: feeds: the node agents' feed client is missing: {err}"
-            ) from None
-        handle = module.start_feeds(self.config, self.mirrors)
-        if inspect.isawaitable(handle):
-            handle = await handle
-        self._feeds = handle
+        for feed in self.config.feeds:
+            try:
+                self._feeds.append(await start_feeds(feed, self.mirrors))
+            except TLSFileError as err:
+                await self.stop()
+                raise StartError(f"{self.config.source}: feeds: {err}") from None
 
     async def stop(self) -> None:
-        feeds, self._feeds = self._feeds, None
-        if isinstance(feeds, asyncio.Task):
-            feeds.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await feeds
-        elif feeds is not None and hasattr(feeds, "close"):
-            closing = feeds.close()
-            if inspect.isawaitable(closing):
-                await closing
+        feeds, self._feeds = self._feeds, []
+        for handle in feeds:
+            await handle.close()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

@@ -117,4 +117,9 @@ def test_the_docs_example_configuration_reads_as_documented() -> None:
     assert config.expected_nodes == ("worker-000", "worker-001")
     assert config.opt_in_resources == ("kubeletemu.io/exact-numa",)
     assert config.max_body_bytes == 3 * 1024 * 1024
-    assert config.feeds == ()
+    [feed] = config.feeds
+    assert feed.agents == ("10.0.0.5:7443", "10.0.0.6:7443")
+    assert (feed.ca_file, feed.cert_file) == (
+        "/etc/kubeletemu/extender/agents-ca.crt",
+        "/etc/kubeletemu/extender/feed.crt",
+    )

@@ -304,7 +304,11 @@ async def test_health_readiness_and_metrics(running: Running, node_config: Confi
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        ("feeds: [{address: 10.0.0.1:9443}]\n", "feeds: the node agents' feed client is missing"),
+        (
+            "feeds: [{agents: [127.0.0.1:9], tls: {caFile: /nonexistent/ca.crt, certFile: /none/c.crt, "
+            "keyFile: /none/c.key}}]\n",
+            "feeds: ca_file /nonexistent/ca.crt: cannot read: No such file or directory",
+        ),
         ("bind: {enabled: true}\n", "bind.kubeconfig: Required value when bind.enabled is true"),
     ],
 )
