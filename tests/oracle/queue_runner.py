@@ -56,8 +56,8 @@ class Release:
 
 
 # kube-scheduler 1.37 is not emulated (kubeletemu.fleet.queue.versions.SUPPORTED ends at 1.36): 1.37.2 is
-# compared with the 1.36 queue on the traces 1.37 did not change, its new resource names mapped to the old
-# ones (docs/conformance.md lists what 1.37 changed).
+# compared with the 1.36 queue on traces without gated pods (what 1.37 changed in the queue), its new
+# resource names mapped to the old ones (docs/conformance.md lists what 1.37 changed).
 RELEASES: Mapping[str, Release] = {
     "1.37": Release(
         "1.37", "1.36", (("UnscheduledPod", "UnschedulablePod"), ("TargetPod", "UnschedulablePod")), True
