@@ -124,6 +124,12 @@ func (schedulingGates) PreEnqueue(_ context.Context, pod *v1.Pod) *fwk.Status {
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "waiting for scheduling gates")
 }
 
+func preEnqueueOption(plugin preEnqueuePlugin) queue.Option {
+	return queue.WithPreEnqueuePluginMap(map[string]map[string]preEnqueuePlugin{
+		v1.DefaultSchedulerName: {plugin.Name(): plugin},
+	})
+}
+
 // eventObject is what a trace's cluster event carries as its new object: the hint functions look up
 // their answer for a pod by the event's id.
 type eventObject struct{ ID int }

@@ -38,6 +38,10 @@ func pop(q *queue.PriorityQueue) *framework.QueuedPodInfo {
 	return info
 }
 
+func getPod(q *queue.PriorityQueue, pod *v1.Pod) (*framework.QueuedPodInfo, bool) {
+	return q.GetPod(pod.Name, pod.Namespace)
+}
+
 // clearRejectors: up to 1.35 Pop clears the rejecting plugins.
 func clearRejectors(*framework.QueuedPodInfo) {}
 
@@ -45,20 +49,10 @@ func addUnschedulable(q *queue.PriorityQueue, logger klog.Logger, info *framewor
 	return q.AddUnschedulableIfNotPresent(logger, info, cycle)
 }
 
-// The periodic flushes Run starts on goroutines, called directly as the package's own tests do.
+// The leftover flush, by its name at this release (flush.go says why go:linkname).
 //
-//go:linkname flushBackoffQCompleted k8s.io/kubernetes/pkg/scheduler/backend/queue.(*PriorityQueue).flushBackoffQCompleted
-func flushBackoffQCompleted(q *queue.PriorityQueue, logger klog.Logger)
-
 //go:linkname flushUnschedulableLeftover k8s.io/kubernetes/pkg/scheduler/backend/queue.(*PriorityQueue).flushUnschedulablePodsLeftover
 func flushUnschedulableLeftover(q *queue.PriorityQueue, logger klog.Logger)
 
-func preEnqueueOption(plugin framework.PreEnqueuePlugin) queue.Option {
-	return queue.WithPreEnqueuePluginMap(map[string]map[string]framework.PreEnqueuePlugin{
-		v1.DefaultSchedulerName: {plugin.Name(): plugin},
-	})
-}
-
-func getPod(q *queue.PriorityQueue, pod *v1.Pod) (*framework.QueuedPodInfo, bool) {
-	return q.GetPod(pod.Name, pod.Namespace)
-}
+// preEnqueuePlugin is the PreEnqueue plugin interface of this release.
+type preEnqueuePlugin = framework.PreEnqueuePlugin

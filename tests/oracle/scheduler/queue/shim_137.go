@@ -40,6 +40,10 @@ func pop(q *queue.PriorityQueue) *framework.QueuedPodInfo {
 	return entity.(*framework.QueuedPodInfo)
 }
 
+func getPod(q *queue.PriorityQueue, pod *v1.Pod) (*framework.QueuedPodInfo, bool) {
+	return q.GetPod(pod.Name, pod.Namespace, nil)
+}
+
 // clearRejectors is what handleSchedulingFailure does first since 1.36 (kubernetes#135126).
 func clearRejectors(info *framework.QueuedPodInfo) { info.ClearRejectorPlugins() }
 
@@ -47,20 +51,10 @@ func addUnschedulable(q *queue.PriorityQueue, logger klog.Logger, info *framewor
 	return q.AddUnschedulablePodIfNotPresent(logger, info, cycle)
 }
 
-// The periodic flushes Run starts on goroutines, called directly as the package's own tests do.
+// The leftover flush, by its name at this release (flush.go says why go:linkname).
 //
-//go:linkname flushBackoffQCompleted k8s.io/kubernetes/pkg/scheduler/backend/queue.(*PriorityQueue).flushBackoffQCompleted
-func flushBackoffQCompleted(q *queue.PriorityQueue, logger klog.Logger)
-
 //go:linkname flushUnschedulableLeftover k8s.io/kubernetes/pkg/scheduler/backend/queue.(*PriorityQueue).flushUnschedulableEntitiesLeftover
 func flushUnschedulableLeftover(q *queue.PriorityQueue, logger klog.Logger)
 
-func preEnqueueOption(plugin fwk.PreEnqueuePlugin) queue.Option {
-	return queue.WithPreEnqueuePluginMap(map[string]map[string]fwk.PreEnqueuePlugin{
-		v1.DefaultSchedulerName: {plugin.Name(): plugin},
-	})
-}
-
-func getPod(q *queue.PriorityQueue, pod *v1.Pod) (*framework.QueuedPodInfo, bool) {
-	return q.GetPod(pod.Name, pod.Namespace, nil)
-}
+// preEnqueuePlugin is the PreEnqueue plugin interface of this release.
+type preEnqueuePlugin = fwk.PreEnqueuePlugin
