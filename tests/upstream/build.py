@@ -209,10 +209,13 @@ def main(argv: list[str] | None = None) -> int:
     # (tests/upstream/scheduler_plugins.py) are pinned apart from Kubernetes: built once whatever --version
     # says.
     from tests.extender import gowire
+    from tests.oracle.scheduler import build as oracle
     from tests.upstream import exporters, kubelet, scheduler_plugins
 
     tools = (*exporters.PINS, kubelet.FAKECRI, *gowire.WIRE_PINS)
-    apart = (*(pin.component for pin in tools), *scheduler_plugins.COMPONENTS)
+    # The scheduling-queue oracle (tests/oracle/scheduler/build.py) at each release it is built for.
+    oracles = {oracle.component(release): release for release in oracle.BUILDS}
+    apart = (*(pin.component for pin in tools), *scheduler_plugins.COMPONENTS, *oracles)
     parser.add_argument(
         "--components",
         default=",".join((*COMPONENTS, *apart)),
@@ -235,6 +238,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(exporters.ensure_exporter(pin).parent)
         if set(wanted) & set(scheduler_plugins.COMPONENTS):
             print(scheduler_plugins.ensure().directory)
+        for component, release in oracles.items():
+            if component in wanted:
+                print(oracle.ensure(release).parent)
     except (ValueError, MissingAssetsError, subprocess.CalledProcessError) as error:
         _stderr(str(error))
         return 1

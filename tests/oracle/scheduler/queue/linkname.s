@@ -1,0 +1,1 @@
+// Empty: lets the shims declare the linknamed flush methods without bodies.
