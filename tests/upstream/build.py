@@ -207,10 +207,13 @@ def main(argv: list[str] | None = None) -> int:
     # (tests/upstream/kubelet.py) and scheduler-plugins' scheduler with its kube-scheduler
     # (tests/upstream/scheduler_plugins.py) are pinned apart from Kubernetes: built once whatever --version
     # says.
+    from tests.oracle import harness
     from tests.upstream import exporters, kubelet, scheduler_plugins
 
     tools = (*exporters.PINS, kubelet.FAKECRI)
-    apart = (*(pin.component for pin in tools), *scheduler_plugins.COMPONENTS)
+    # The node oracle's harness (tests/oracle/harness.py) is per release like the Kubernetes commands, but a
+    # module of its own; it is built after them, from the compiled packages they left in the Go build cache.
+    apart = (*(pin.component for pin in tools), *scheduler_plugins.COMPONENTS, harness.COMPONENT)
     parser.add_argument(
         "--components",
         default=",".join((*COMPONENTS, *apart)),
@@ -228,6 +231,13 @@ def main(argv: list[str] | None = None) -> int:
             assets = ensure(version, components)
             _stderr(f"{', '.join(components)} ready in {time.monotonic() - started:.0f} s")
             print(assets.directory)
+        if harness.COMPONENT in wanted:
+            for version in versions:
+                if pin_for(version).minor in harness.written():
+                    print(harness.ensure(version).parent)
+                elif version is not None:
+                    written = ", ".join(harness.written())
+                    _stderr(f"no {harness.COMPONENT} for {pin_for(version).minor} (written: {written})")
         for pin in tools:
             if pin.component in wanted:
                 print(exporters.ensure_exporter(pin).parent)
