@@ -3,10 +3,11 @@
 The harness of a release is ``tests/oracle/kubelet/v<minor>/``: its go.mod is the upstream components'
 module of the same pin (``tests/upstream/kubernetes/v<minor>/go.mod``, written by ``python -m
 tests.upstream.gomod``: k8s.io/kubernetes at the tag, the staging modules replaced at the same release) under
-the harness's module name, then ``go mod tidy``; its Go sources start as a copy of the newest harness. The
-kubelet's signatures move between releases (1.37 added the ``lifecycle.Operation`` arguments of the hint
-providers, for one), so the copy may need adapting to the release: ``go vet`` in the new directory says
-where. The harness of 1.37 (the newest pin) is the one CI builds.
+the harness's module name, then ``go mod tidy``. Its Go sources are the newest harness's, copied over
+each time, but for ``kubelet_api.go``: the calls whose signatures move between releases (1.37 added the
+logger and ``lifecycle.Operation`` arguments of the hint providers and policies, for one), each release's
+own, copied from the newest only when the release has none yet (then adapt it: ``go vet`` says where).
+The harness of 1.37 (the newest pin) is the one CI builds.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from tests.upstream.pins import PINS, pin_for
 
 MODULE = "kubeletemu.test/oracle/kubelet"
 HEADER = "// The kubelet oracle harness at one release: see tests/oracle/harness.py."
+# The one source file each release has its own of.
+RELEASE_SPECIFIC = "kubelet_api.go"
 
 
 def write(minor: str) -> None:
@@ -39,10 +42,12 @@ def write(minor: str) -> None:
     gomod = re.sub(r"^tool [^\n]*\n|^tool \([^)]*\)\n", "", gomod, flags=re.MULTILINE)
     (target / "go.mod").write_text(gomod)
     shutil.copyfile(pin.kubernetes_module_dir / "go.sum", target / "go.sum")
-    newest = [m for m in written() if m != pin.minor]
-    if not list(target.glob("*.go")) and newest:
-        for source in module_dir(PINS[newest[-1]]).glob("*.go"):
-            shutil.copyfile(source, target / source.name)
+    # The shared sources come from the newest harness (none when this is it).
+    newest = written()[-1] if written() else pin.minor
+    if newest != pin.minor:
+        for source in module_dir(PINS[newest]).glob("*.go"):
+            if source.name != RELEASE_SPECIFIC or not (target / RELEASE_SPECIFIC).is_file():
+                shutil.copyfile(source, target / source.name)
     subprocess.run(["nice", "-n", "19", "go", "mod", "tidy"], check=True, cwd=target)
 
 

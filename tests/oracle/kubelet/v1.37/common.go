@@ -4,7 +4,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/klog/v2"
 
 	"k8s.io/kubernetes/pkg/kubelet/cm/topologymanager"
 	"k8s.io/kubernetes/pkg/kubelet/cm/topologymanager/bitmask"
@@ -170,7 +169,7 @@ func policyNamed(name string) topologymanager.Policy {
 	return topologymanager.NewNonePolicy()
 }
 
-func (s *fixedStore) GetAffinity(_ klog.Logger, podUID string, containerName string) topologymanager.TopologyHint {
+func (s *fixedStore) affinity(podUID string, containerName string) topologymanager.TopologyHint {
 	return s.hints[podUID][containerName]
 }
 

@@ -4,10 +4,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/cpuset"
 
-	"k8s.io/kubernetes/pkg/kubelet/cm/cpumanager"
-	"k8s.io/kubernetes/pkg/kubelet/cm/cpumanager/state"
 	"k8s.io/kubernetes/pkg/kubelet/cm/cpumanager/topology"
-	"k8s.io/kubernetes/pkg/kubelet/lifecycle"
 )
 
 // cpuCase: cpumanager.NewStaticPolicy on a CPU topology, Start on an empty in-memory state, then for every
@@ -48,17 +45,13 @@ func runCPU(c cpuCase) answer {
 		return answer{"harness_error": err.Error()}
 	}
 	store := newFixedStore(c.TMPolicy, c.Pods)
-	policy, err := cpumanager.NewStaticPolicy(logger, topo, c.NumReserved, reserved, store, c.Options)
+	policy, s, err := newCPUPolicy(topo, c.NumReserved, reserved, store, c.Options)
 	if err != nil {
 		return answer{"error": err.Error()}
 	}
-	s := state.NewMemoryState(logger)
-	if err := policy.Start(logger, s); err != nil {
-		return answer{"error": err.Error()}
-	}
 	containers := eachContainer(c.Pods, func(pod *v1.Pod, container *v1.Container) answer {
-		hints := policy.GetTopologyHints(logger, s, pod, container, lifecycle.AddOperation)
-		err := policy.Allocate(logger, s, pod, container, lifecycle.AddOperation)
+		hints := cpuHints(policy, s, pod, container)
+		err := cpuAllocate(policy, s, pod, container)
 		var cpus any
 		if set, ok := s.GetCPUSet(string(pod.UID), container.Name); ok {
 			cpus = set.String()

@@ -1,18 +1,11 @@
 package main
 
 import (
-	"context"
 	"slices"
 	"sort"
 	"strconv"
 
-	cadvisorapi "github.com/google/cadvisor/lib/model"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/klog/v2"
-
-	"k8s.io/kubernetes/pkg/kubelet/cm/memorymanager"
-	"k8s.io/kubernetes/pkg/kubelet/cm/memorymanager/state"
-	"k8s.io/kubernetes/pkg/kubelet/lifecycle"
 )
 
 // memoryCase: memorymanager.NewPolicyStatic on a machine (memory and hugepages per NUMA node) with memory
@@ -32,15 +25,15 @@ type memoryCase struct {
 }
 
 func runMemory(c memoryCase) answer {
-	machine := &cadvisorapi.MachineInfo{}
+	machine := &cadvisorMachineInfo{}
 	for _, n := range c.Machine {
-		node := cadvisorapi.Node{Id: n.ID, Memory: n.Memory}
+		node := cadvisorNode{Id: n.ID, Memory: n.Memory}
 		for size, pages := range n.HugePages {
 			pageSize, err := strconv.ParseUint(size, 10, 64)
 			if err != nil {
 				return answer{"harness_error": err.Error()}
 			}
-			node.HugePages = append(node.HugePages, cadvisorapi.HugePagesInfo{PageSize: pageSize, NumPages: pages})
+			node.HugePages = append(node.HugePages, cadvisorHugePagesInfo{PageSize: pageSize, NumPages: pages})
 		}
 		machine.Topology = append(machine.Topology, node)
 		machine.MemoryCapacity += n.Memory
@@ -57,18 +50,13 @@ func runMemory(c memoryCase) answer {
 		}
 	}
 	store := newFixedStore(c.TMPolicy, c.Pods)
-	policy, err := memorymanager.NewPolicyStatic(logger, machine, reserved, store)
+	policy, s, err := newMemoryPolicy(machine, reserved, store)
 	if err != nil {
 		return answer{"error": err.Error()}
 	}
-	s := state.NewMemoryState(logger)
-	if err := policy.Start(logger, s); err != nil {
-		return answer{"error": err.Error()}
-	}
-	ctx := klog.NewContext(context.Background(), logger)
 	containers := eachContainer(c.Pods, func(pod *v1.Pod, container *v1.Container) answer {
-		hints := policy.GetTopologyHints(logger, s, pod, container, lifecycle.AddOperation)
-		err := policy.Allocate(ctx, s, pod, container, lifecycle.AddOperation)
+		hints := memoryHints(policy, s, pod, container)
+		err := memoryAllocate(policy, s, pod, container)
 		var blocks any
 		if got := s.GetMemoryBlocks(string(pod.UID), container.Name); got != nil {
 			// Allocate ranges over the requested resources, a map: the blocks come in Go's random map

@@ -1,14 +1,9 @@
 package main
 
 import (
-	"context"
-
-	cadvisorapi "github.com/google/cadvisor/lib/model"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/klog/v2"
 
 	"k8s.io/kubernetes/pkg/kubelet/cm/topologymanager"
-	"k8s.io/kubernetes/pkg/kubelet/lifecycle"
 )
 
 // tmCase: topologymanager.NewManager over cadvisor NUMA nodes, scripted hint providers, one pod's Admit,
@@ -39,19 +34,15 @@ type scriptedProvider struct {
 	allocateError string
 }
 
-func (p *scriptedProvider) GetTopologyHints(_ klog.Logger, _ *v1.Pod, c *v1.Container, _ lifecycle.Operation) map[string][]topologymanager.TopologyHint {
+func (p *scriptedProvider) containerHints(c *v1.Container) map[string][]topologymanager.TopologyHint {
 	return decodeHints(p.containers[c.Name])
 }
 
-func (p *scriptedProvider) GetPodTopologyHints(_ klog.Logger, _ *v1.Pod, _ lifecycle.Operation) map[string][]topologymanager.TopologyHint {
+func (p *scriptedProvider) podHints() map[string][]topologymanager.TopologyHint {
 	return decodeHints(p.pod)
 }
 
-func (p *scriptedProvider) AllocatePod(_ klog.Logger, _ *v1.Pod, _ lifecycle.Operation) error {
-	return nil
-}
-
-func (p *scriptedProvider) Allocate(_ context.Context, _ *v1.Pod, c *v1.Container, _ lifecycle.Operation) error {
+func (p *scriptedProvider) allocate(c *v1.Container) error {
 	if p.failAllocate != "" && c.Name == p.failAllocate {
 		return allocateError(p.allocateError)
 	}
@@ -63,23 +54,22 @@ type allocateError string
 func (e allocateError) Error() string { return string(e) }
 
 func runTM(c tmCase) answer {
-	var topology []cadvisorapi.Node
+	var topology []cadvisorNode
 	for _, n := range c.NUMA {
-		topology = append(topology, cadvisorapi.Node{Id: n.ID, Distances: n.Distances})
+		topology = append(topology, cadvisorNode{Id: n.ID, Distances: n.Distances})
 	}
-	manager, err := topologymanager.NewManager(logger, topology, c.Policy, c.Scope, c.Options)
+	manager, err := newTopologyManager(topology, c.Policy, c.Scope, c.Options)
 	if err != nil {
 		return answer{"error": err.Error()}
 	}
 	for _, p := range c.Providers {
-		manager.AddHintProvider(logger, &scriptedProvider{p.Containers, p.Pod, p.FailAllocate, p.AllocateError})
+		addHintProvider(manager, &scriptedProvider{p.Containers, p.Pod, p.FailAllocate, p.AllocateError})
 	}
 	pod := c.Pod.build()
-	ctx := klog.NewContext(context.Background(), logger)
-	result := manager.Admit(ctx, &lifecycle.PodAdmitAttributes{Pod: pod, Operation: lifecycle.AddOperation})
+	result := admit(manager, pod)
 	affinity := answer{}
 	for _, container := range append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
-		affinity[container.Name] = encodeHint(manager.GetAffinity(logger, string(pod.UID), container.Name))
+		affinity[container.Name] = encodeHint(getAffinity(manager, string(pod.UID), container.Name))
 	}
 	return answer{"admit": result.Admit, "reason": result.Reason, "message": result.Message, "affinity": affinity}
 }
