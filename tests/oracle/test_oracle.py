@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from tests.oracle import generators, ours
+from tests.oracle import generators, ours, run
 from tests.oracle.diff import Finding, differences, replay
 from tests.oracle.harness import Harness, ensure
 from tests.upstream.pins import NEWEST
@@ -88,3 +89,15 @@ def test_cases_are_reproducible_from_their_seed() -> None:
     for model in generators.GENERATORS:
         assert list(generators.cases(model, 7, 20)) == list(generators.cases(model, 7, 20))
         assert list(generators.cases(model, 7, 20)) != list(generators.cases(model, 8, 20))
+
+
+def test_run_command_writes_the_findings_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "findings.jsonl"
+    assert run.main(["--version", NEWEST, "--model", "tm", "--cases", "50", "--out", str(out)]) == 0
+    assert out.read_text() == ""
+    assert "50/50 agree" in capsys.readouterr().out
+
+
+def test_run_command_refuses_a_release_without_a_harness(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run.main(["--version", "1.29", "--model", "tm", "--cases", "1"]) == 2
+    assert capsys.readouterr().err.startswith("tests.oracle.run: ")
