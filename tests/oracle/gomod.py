@@ -6,7 +6,8 @@ tests.upstream.gomod``: k8s.io/kubernetes at the tag, the staging modules replac
 the harness's module name, then ``go mod tidy``. Its Go sources are the newest harness's, copied over
 each time, but for ``kubelet_api.go``: the calls whose signatures move between releases (1.37 added the
 logger and ``lifecycle.Operation`` arguments of the hint providers and policies, for one), each release's
-own, copied from the newest only when the release has none yet (then adapt it: ``go vet`` says where).
+own, copied from the nearest newer release only when the release has none yet (then adapt it: ``go vet``
+says where).
 The harness of 1.37 (the newest pin) is the one CI builds.
 """
 
@@ -27,6 +28,10 @@ HEADER = "// The kubelet oracle harness at one release: see tests/oracle/harness
 RELEASE_SPECIFIC = "kubelet_api.go"
 
 
+def _order(minor: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in minor.split("."))
+
+
 def write(minor: str) -> None:
     pin = pin_for(minor)
     upstream = pin.kubernetes_module_dir / "go.mod"
@@ -42,12 +47,16 @@ def write(minor: str) -> None:
     gomod = re.sub(r"^tool [^\n]*\n|^tool \([^)]*\)\n", "", gomod, flags=re.MULTILINE)
     (target / "go.mod").write_text(gomod)
     shutil.copyfile(pin.kubernetes_module_dir / "go.sum", target / "go.sum")
-    # The shared sources come from the newest harness (none when this is it).
-    newest = written()[-1] if written() else pin.minor
-    if newest != pin.minor:
-        for source in module_dir(PINS[newest]).glob("*.go"):
-            if source.name != RELEASE_SPECIFIC or not (target / RELEASE_SPECIFIC).is_file():
+    # The shared sources come from the newest harness (none when this is it); a release without its own
+    # kubelet_api.go starts from the nearest newer release's.
+    others = [minor for minor in written() if minor != pin.minor]
+    if others and others[-1] != pin.minor and _order(others[-1]) > _order(pin.minor):
+        for source in module_dir(PINS[others[-1]]).glob("*.go"):
+            if source.name != RELEASE_SPECIFIC:
                 shutil.copyfile(source, target / source.name)
+        if not (target / RELEASE_SPECIFIC).is_file():
+            nearest = min((m for m in others if _order(m) > _order(pin.minor)), key=_order)
+            shutil.copyfile(module_dir(PINS[nearest]) / RELEASE_SPECIFIC, target / RELEASE_SPECIFIC)
     subprocess.run(["nice", "-n", "19", "go", "mod", "tidy"], check=True, cwd=target)
 
 
