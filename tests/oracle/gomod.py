@@ -3,12 +3,11 @@
 The harness of a release is ``tests/oracle/kubelet/v<minor>/``: its go.mod is the upstream components'
 module of the same pin (``tests/upstream/kubernetes/v<minor>/go.mod``, written by ``python -m
 tests.upstream.gomod``: k8s.io/kubernetes at the tag, the staging modules replaced at the same release) under
-the harness's module name, then ``go mod tidy``. Its Go sources are the newest harness's, copied over
-each time, but for ``kubelet_api.go``: the calls whose signatures move between releases (1.37 added the
-logger and ``lifecycle.Operation`` arguments of the hint providers and policies, for one), each release's
-own, copied from the nearest newer release only when the release has none yet (then adapt it: ``go vet``
-says where).
-The harness of 1.37 (the newest pin) is the one CI builds.
+the harness's module name, then ``go mod tidy``. Its Go sources are the newest harness's (copied where it
+builds: tests/oracle/harness.py), but for ``kubelet_api.go``: the calls whose signatures move between
+releases (1.37 added the logger and ``lifecycle.Operation`` arguments of the hint providers and
+policies, for one), each release's own, copied from the nearest newer release when the release has none
+yet (then adapt it: ``go vet`` in the build directory says where). CI builds the newest harness only.
 """
 
 from __future__ import annotations
@@ -19,13 +18,11 @@ import shutil
 import subprocess
 import sys
 
-from tests.oracle.harness import module_dir, written
+from tests.oracle.harness import RELEASE_SPECIFIC, module_dir, source_dir, written
 from tests.upstream.pins import PINS, pin_for
 
 MODULE = "kubeletemu.test/oracle/kubelet"
 HEADER = "// The kubelet oracle harness at one release: see tests/oracle/harness.py."
-# The one source file each release has its own of.
-RELEASE_SPECIFIC = "kubelet_api.go"
 
 
 def _order(minor: str) -> tuple[int, ...]:
@@ -47,17 +44,18 @@ def write(minor: str) -> None:
     gomod = re.sub(r"^tool [^\n]*\n|^tool \([^)]*\)\n", "", gomod, flags=re.MULTILINE)
     (target / "go.mod").write_text(gomod)
     shutil.copyfile(pin.kubernetes_module_dir / "go.sum", target / "go.sum")
-    # The shared sources come from the newest harness (none when this is it); a release without its own
-    # kubelet_api.go starts from the nearest newer release's.
-    others = [minor for minor in written() if minor != pin.minor]
-    if others and others[-1] != pin.minor and _order(others[-1]) > _order(pin.minor):
-        for source in module_dir(PINS[others[-1]]).glob("*.go"):
-            if source.name != RELEASE_SPECIFIC:
-                shutil.copyfile(source, target / source.name)
-        if not (target / RELEASE_SPECIFIC).is_file():
-            nearest = min((m for m in others if _order(m) > _order(pin.minor)), key=_order)
+    # A release without its own kubelet_api.go starts from the nearest newer release's.
+    if not (target / RELEASE_SPECIFIC).is_file():
+        newer = [m for m in written() if _order(m) > _order(pin.minor)]
+        if newer:
+            nearest = min(newer, key=_order)
             shutil.copyfile(module_dir(PINS[nearest]) / RELEASE_SPECIFIC, target / RELEASE_SPECIFIC)
-    subprocess.run(["nice", "-n", "19", "go", "mod", "tidy"], check=True, cwd=target)
+    # Tidied where it builds (with the shared sources), then its go.mod and go.sum kept.
+    sources = source_dir(pin)
+    subprocess.run(["nice", "-n", "19", "go", "mod", "tidy"], check=True, cwd=sources)
+    for name in ("go.mod", "go.sum"):
+        if sources != target:
+            shutil.copyfile(sources / name, target / name)
 
 
 def main(argv: list[str] | None = None) -> int:

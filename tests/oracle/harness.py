@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable, Sequence
@@ -38,8 +39,32 @@ def written() -> list[str]:
     return [minor for minor in PINS if (module_dir(PINS[minor]) / "go.mod").is_file()]
 
 
-def build_key(pin: Pin) -> str:
+# The one source file each release has its own of: the calls whose signatures move between releases.
+RELEASE_SPECIFIC = "kubelet_api.go"
+
+
+def source_dir(pin: Pin) -> Path:
+    """Where the release's harness builds. The newest harness holds every source; an older release's
+    directory holds its go.mod, go.sum and kubelet_api.go only, and builds in a directory of the binary
+    cache that adds the newest harness's other sources (the same at every release), copied afresh."""
     directory = module_dir(pin)
+    newest = module_dir(PINS[written()[-1]])
+    if directory == newest:
+        return directory
+    assembled = build.cache_root() / pin.kubernetes / "kubelet-oracle-src"
+    if assembled.is_dir():
+        shutil.rmtree(assembled)
+    assembled.mkdir(parents=True)
+    for source in newest.glob("*.go"):
+        if source.name != RELEASE_SPECIFIC:
+            shutil.copyfile(source, assembled / source.name)
+    for name in ("go.mod", "go.sum", RELEASE_SPECIFIC):
+        if (directory / name).is_file():
+            shutil.copyfile(directory / name, assembled / name)
+    return assembled
+
+
+def build_key(pin: Pin, directory: Path) -> str:
     digest = hashlib.sha256(build.build_key(pin, directory, kubernetes=False).encode())
     for source in sorted(directory.glob("*.go")):
         part = source.name.encode() + b"\0" + source.read_bytes()
@@ -67,9 +92,10 @@ def ensure(version: str | None = None, *, log: Callable[[str], None] = build._st
     with build._locked(out_dir):
         stamps_file = out_dir / build.STAMPS
         stamps: dict[str, str] = json.loads(stamps_file.read_text()) if stamps_file.is_file() else {}
-        key = build_key(pin)
+        sources = source_dir(pin)
+        key = build_key(pin, sources)
         if stamps.get(COMPONENT) != key or not out.is_file():
-            build._go_build(pin, directory, ["."], str(out), kubernetes=False, log=log)
+            build._go_build(pin, sources, ["."], str(out), kubernetes=False, log=log)
             stamps[COMPONENT] = key
             stamps_file.write_text(json.dumps(stamps, indent=1, sort_keys=True) + "\n")
     return out
