@@ -62,11 +62,7 @@ func (s *fixedStore) GetAffinity(podUID string, containerName string) topologyma
 
 func newCPUPolicy(topo *topology.CPUTopology, numReserved int, reserved cpuset.CPUSet, store *fixedStore, options map[string]string) (cpumanager.Policy, cpustate.State, error) {
 	policy, err := cpumanager.NewStaticPolicy(logger, topo, numReserved, reserved, store, options)
-	if err != nil {
-		return nil, nil, err
-	}
-	s := cpustate.NewMemoryState(logger)
-	return policy, s, policy.Start(logger, s)
+	return started(policy, cpustate.NewMemoryState(logger), err)
 }
 
 func cpuHints(p cpumanager.Policy, s cpustate.State, pod *v1.Pod, c *v1.Container) map[string][]topologymanager.TopologyHint {
@@ -81,11 +77,7 @@ func cpuAllocate(p cpumanager.Policy, s cpustate.State, pod *v1.Pod, c *v1.Conta
 
 func newMemoryPolicy(machine *cadvisorapi.MachineInfo, reserved map[int]map[v1.ResourceName]uint64, store *fixedStore) (memorymanager.Policy, memorystate.State, error) {
 	policy, err := memorymanager.NewPolicyStatic(logger, machine, reserved, store)
-	if err != nil {
-		return nil, nil, err
-	}
-	s := memorystate.NewMemoryState(logger)
-	return policy, s, policy.Start(logger, s)
+	return started(policy, memorystate.NewMemoryState(logger), err)
 }
 
 func memoryHints(p memorymanager.Policy, s memorystate.State, pod *v1.Pod, c *v1.Container) map[string][]topologymanager.TopologyHint {

@@ -4,6 +4,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 
 	"k8s.io/kubernetes/pkg/kubelet/cm/topologymanager"
 	"k8s.io/kubernetes/pkg/kubelet/cm/topologymanager/bitmask"
@@ -192,6 +193,14 @@ func eachContainer(pods []podJSON, step func(*v1.Pod, *v1.Container) answer) []a
 		}
 	}
 	return out
+}
+
+// started: a policy its constructor built (or its error), started on the empty state s.
+func started[P interface{ Start(klog.Logger, S) error }, S any](policy P, s S, err error) (P, S, error) {
+	if err != nil {
+		return policy, s, err
+	}
+	return policy, s, policy.Start(logger, s)
 }
 
 func errorString(err error) any {
