@@ -52,6 +52,10 @@ _HINTS: dict[tuple[object, ...], dict[str, tuple[TopologyHint, ...]]] = {}
 _HINTS_KEPT = 65536
 
 
+# Go's uint64: the kubelet's byte counts and their sums wrap modulo 2^64.
+_U64 = 2**64
+
+
 def _table(machine_state: NUMANodeMap, node_id: int, resource: str) -> MemoryTable:
     """The kubelet dereferences a missing table (nil pointer); we read it as all zeros instead."""
     node = machine_state.get(node_id)
@@ -300,13 +304,23 @@ class StaticPolicy:
         fitting: list[tuple[BitMask, int]] = []  # the masks that pass every test, with their sizes
         # The masks and each resource's per-mask free/allocatable sums built once (bitmask_table,
         # subset_sums): the same tests as summing each mask's tables, in the same IterateBitMasks order.
+        # The sums are uint64 in the kubelet: a node whose allocatable wrapped below 2^64 (reserved memory and
+        # hugepages over its memory, see get_default_machine_state) wraps them back past 2^64.
         order = tuple(numa_nodes)
         frees = {
-            r: subset_sums(order, {n: _table(machine_state, n, r).free for n in numa_nodes})
+            r: [
+                total % _U64
+                for total in subset_sums(order, {n: _table(machine_state, n, r).free for n in numa_nodes})
+            ]
             for r in requested
         }
         allocatables = {
-            r: subset_sums(order, {n: _table(machine_state, n, r).allocatable for n in numa_nodes})
+            r: [
+                total % _U64
+                for total in subset_sums(
+                    order, {n: _table(machine_state, n, r).allocatable for n in numa_nodes}
+                )
+            ]
             for r in requested
         }
         wanted = tuple(requested.items())
@@ -320,7 +334,8 @@ class StaticPolicy:
             if not single and _violates_groups(machine_state, bits):
                 continue
             if any(
-                frees[r][index] + self._pod_reusable_memory(pod.uid, mask, r) < size for r, size in wanted
+                (frees[r][index] + self._pod_reusable_memory(pod.uid, mask, r)) % _U64 < size
+                for r, size in wanted
             ):
                 continue
             fitting.append((mask, len(bits)))
@@ -630,7 +645,7 @@ def is_affinity_satisfy_request(
     machine_state: NUMANodeMap, mask: BitMask, requested: Mapping[str, int]
 ) -> bool:
     for resource, size in requested.items():
-        if sum(_table(machine_state, n, resource).free for n in mask.bits()) < size:
+        if sum(_table(machine_state, n, resource).free for n in mask.bits()) % _U64 < size:
             return False
     return True
 

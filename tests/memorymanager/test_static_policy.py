@@ -6,7 +6,16 @@ from __future__ import annotations
 import pytest
 
 from kubeletemu.bitmask import BitMask
-from kubeletemu.memorymanager import Block, MemoryAllocationError, MemoryManager, new_manager
+from kubeletemu.memorymanager import (
+    Block,
+    MachineInfo,
+    MemoryAllocationError,
+    MemoryManager,
+    NUMANode,
+    StaticPolicy,
+    new_manager,
+)
+from kubeletemu.memorymanager.state.state_mem import MemoryState
 from kubeletemu.topologymanager import TopologyHint
 from tests.memorymanager.fixtures import (
     EVICTION,
@@ -222,3 +231,19 @@ def test_none_policy_does_nothing() -> None:
     assert mm.get_topology_hints(p, p.containers[0]) is None
     mm.allocate(p, p.containers[0])
     assert mm.get_memory("p", "c") == []
+
+
+def test_per_mask_sums_wrap_as_the_kubelets_uint64() -> None:
+    """calculateHints sums each mask's free and allocatable bytes in uint64 (v1.37.2 policy_static.go). A
+    node whose reserved memory and hugepages exceed its memory has an allocatable that wrapped below 2^64
+    (getDefaultMachineState); adding another node's bytes wraps the sum past 2^64 to a small number, so
+    the kubelet offers no mask holding both nodes. Found by the node oracle (tests/oracle)."""
+    machine = MachineInfo([NUMANode(0, 2 * Gi, {1048576: 2}), NUMANode(1, 2 * Gi)])
+    policy = StaticPolicy(machine, {0: {"memory": 1 * Gi}}, StoreStub())
+    state = MemoryState()
+    policy.start(state)
+    assert state.get_machine_state()[0].memory_map["memory"].allocatable == 2**64 - 1 * Gi
+    container = guaranteed("c", memory=str(3 * Gi // 2))
+    hints = policy.get_topology_hints(state, pod("p", container), container)
+    # Node 0 alone: 2^64 - 1Gi; node 1 alone: 2Gi; both: 1Gi (wrapped), short of 1.5Gi.
+    assert hints == {"memory": [hint(0), hint(1)]}

@@ -209,13 +209,16 @@ def main(argv: list[str] | None = None) -> int:
     # (tests/upstream/scheduler_plugins.py) are pinned apart from Kubernetes: built once whatever --version
     # says.
     from tests.extender import gowire
+    from tests.oracle import harness
     from tests.oracle.scheduler import build as oracle
     from tests.upstream import exporters, kubelet, scheduler_plugins
 
     tools = (*exporters.PINS, kubelet.FAKECRI, *gowire.WIRE_PINS)
     # The scheduling-queue oracle (tests/oracle/scheduler/build.py) at each release it is built for.
     oracles = {oracle.component(release): release for release in oracle.BUILDS}
-    apart = (*(pin.component for pin in tools), *scheduler_plugins.COMPONENTS, *oracles)
+    # The node oracle's harness (tests/oracle/harness.py) is per release like the Kubernetes commands, but a
+    # module of its own; it is built after them, from the compiled packages they left in the Go build cache.
+    apart = (*(pin.component for pin in tools), *scheduler_plugins.COMPONENTS, *oracles, harness.COMPONENT)
     parser.add_argument(
         "--components",
         default=",".join((*COMPONENTS, *apart)),
@@ -233,6 +236,13 @@ def main(argv: list[str] | None = None) -> int:
             assets = ensure(version, components)
             _stderr(f"{', '.join(components)} ready in {time.monotonic() - started:.0f} s")
             print(assets.directory)
+        if harness.COMPONENT in wanted:
+            for version in versions:
+                if pin_for(version).minor in harness.written():
+                    print(harness.ensure(version).parent)
+                elif version is not None:
+                    written = ", ".join(harness.written())
+                    _stderr(f"no {harness.COMPONENT} for {pin_for(version).minor} (written: {written})")
         for pin in tools:
             if pin.component in wanted:
                 print(exporters.ensure_exporter(pin).parent)

@@ -1,0 +1,89 @@
+package main
+
+// Every call whose signature moves between Kubernetes releases, for k8s.io/kubernetes v1.35.4: the
+// rest of the harness is the newest release's (python -m tests.oracle.gomod copies it). At v1.36.3 the
+// hint providers, the Store and NewManager take no logger and no lifecycle operation, Admit takes no
+// context and the admission attributes carry no operation (both came in 1.36), the policies take a logger,
+// and cadvisor's machine model is github.com/google/cadvisor/info/v1.
+
+import (
+	cadvisorapi "github.com/google/cadvisor/info/v1"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/cpuset"
+
+	"k8s.io/kubernetes/pkg/kubelet/cm/cpumanager"
+	cpustate "k8s.io/kubernetes/pkg/kubelet/cm/cpumanager/state"
+	"k8s.io/kubernetes/pkg/kubelet/cm/cpumanager/topology"
+	"k8s.io/kubernetes/pkg/kubelet/cm/memorymanager"
+	memorystate "k8s.io/kubernetes/pkg/kubelet/cm/memorymanager/state"
+	"k8s.io/kubernetes/pkg/kubelet/cm/topologymanager"
+	"k8s.io/kubernetes/pkg/kubelet/lifecycle"
+)
+
+type (
+	cadvisorNode          = cadvisorapi.Node
+	cadvisorMachineInfo   = cadvisorapi.MachineInfo
+	cadvisorHugePagesInfo = cadvisorapi.HugePagesInfo
+)
+
+// --- Topology Manager ---
+
+func newTopologyManager(topology []cadvisorapi.Node, policy, scope string, options map[string]string) (topologymanager.Manager, error) {
+	return topologymanager.NewManager(topology, policy, scope, options)
+}
+
+func addHintProvider(m topologymanager.Manager, p *scriptedProvider) { m.AddHintProvider(logger, p) }
+
+func admit(m topologymanager.Manager, pod *v1.Pod) lifecycle.PodAdmitResult {
+	return m.Admit(&lifecycle.PodAdmitAttributes{Pod: pod})
+}
+
+func getAffinity(m topologymanager.Manager, podUID, containerName string) topologymanager.TopologyHint {
+	return m.GetAffinity(podUID, containerName)
+}
+
+func (p *scriptedProvider) GetTopologyHints(_ *v1.Pod, c *v1.Container) map[string][]topologymanager.TopologyHint {
+	return p.containerHints(c)
+}
+
+func (p *scriptedProvider) GetPodTopologyHints(_ *v1.Pod) map[string][]topologymanager.TopologyHint {
+	return p.podHints()
+}
+
+func (p *scriptedProvider) AllocatePod(_ *v1.Pod) error { return nil }
+
+func (p *scriptedProvider) Allocate(_ *v1.Pod, c *v1.Container) error { return p.allocate(c) }
+
+func (s *fixedStore) GetAffinity(podUID string, containerName string) topologymanager.TopologyHint {
+	return s.affinity(podUID, containerName)
+}
+
+// --- CPU Manager ---
+
+func newCPUPolicy(topo *topology.CPUTopology, numReserved int, reserved cpuset.CPUSet, store *fixedStore, options map[string]string) (cpumanager.Policy, cpustate.State, error) {
+	policy, err := cpumanager.NewStaticPolicy(logger, topo, numReserved, reserved, store, options)
+	return started(policy, cpustate.NewMemoryState(logger), err)
+}
+
+func cpuHints(p cpumanager.Policy, s cpustate.State, pod *v1.Pod, c *v1.Container) map[string][]topologymanager.TopologyHint {
+	return p.GetTopologyHints(logger, s, pod, c)
+}
+
+func cpuAllocate(p cpumanager.Policy, s cpustate.State, pod *v1.Pod, c *v1.Container) error {
+	return p.Allocate(logger, s, pod, c)
+}
+
+// --- Memory Manager ---
+
+func newMemoryPolicy(machine *cadvisorapi.MachineInfo, reserved map[int]map[v1.ResourceName]uint64, store *fixedStore) (memorymanager.Policy, memorystate.State, error) {
+	policy, err := memorymanager.NewPolicyStatic(logger, machine, reserved, store)
+	return started(policy, memorystate.NewMemoryState(logger), err)
+}
+
+func memoryHints(p memorymanager.Policy, s memorystate.State, pod *v1.Pod, c *v1.Container) map[string][]topologymanager.TopologyHint {
+	return p.GetTopologyHints(logger, s, pod, c)
+}
+
+func memoryAllocate(p memorymanager.Policy, s memorystate.State, pod *v1.Pod, c *v1.Container) error {
+	return p.Allocate(logger, s, pod, c)
+}
