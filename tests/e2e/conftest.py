@@ -21,6 +21,8 @@ VERSION_ENV = "KUBELETEMU_E2E_VERSION"
 
 
 CONTROL_PLANE = ("etcd", "kube-apiserver", "kubectl")
+# The namespace of the tests that run `kubeletemu nodes` in the cluster (test_nodes and the feed tests).
+NODES_NAMESPACE = "kubeletemu-nodes"
 
 
 @pytest.fixture(scope="session")
@@ -129,3 +131,15 @@ def kube_scheduler_second(
     name = scheduler_plugins.KUBE_SCHEDULER
     config = schedulers.default_config(control_plane.kubeconfig, name)
     yield from _start_configured(control_plane, scheduler_plugins_assets.path(name), name, config)
+
+
+@pytest.fixture(scope="module")
+def cluster(
+    control_plane: ControlPlane, kube_scheduler: Process, kube_controller_manager: Process
+) -> ControlPlane:
+    """The control plane with the scheduler and the controller manager, and a namespace whose default
+    service account exists. The API server's TaintNodesByCondition admission gives every new Node the
+    not-ready NoSchedule taint; the controller manager's node lifecycle controller lifts it once the node
+    reports Ready, as in any cluster (without it the scheduler never binds)."""
+    control_plane.namespace_with_account(NODES_NAMESPACE)
+    return control_plane

@@ -39,14 +39,6 @@ pytestmark = pytest.mark.slow
 EXACT = "kubeletemu-exact"
 
 
-@pytest.fixture(scope="module")
-def cluster(
-    control_plane: ControlPlane, kube_scheduler: Process, kube_controller_manager: Process
-) -> ControlPlane:
-    control_plane.namespace_with_account(NAMESPACE)
-    return control_plane
-
-
 @pytest.fixture
 def nodes(cluster: ControlPlane, tmp_path: Path) -> Iterator[tuple[str, int, Credentials]]:
     """One node of its own group, its feed on a free port: (group, feed port, the feed's PKI)."""

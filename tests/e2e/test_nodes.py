@@ -35,13 +35,14 @@ from kubeletemu.emulator import NodeEmulator
 from kubeletemu.nodes.objects import resource_list
 from kubeletemu.nodes.spec import load_nodes
 from kubeletemu.quantity import Quantity
+from tests.e2e.conftest import NODES_NAMESPACE
 from tests.e2e.test_control_plane import _wait_for
-from tests.upstream.controlplane import ControlPlane, Process
+from tests.upstream.controlplane import ControlPlane
 
 pytestmark = pytest.mark.slow
 
 WAIT = 90.0  # seconds: the machine may be busy; each step is seconds when it is not
-NAMESPACE = "kubeletemu-nodes"
+NAMESPACE = NODES_NAMESPACE
 KUBELET_CONFIG = {
     "apiVersion": "kubelet.config.k8s.io/v1beta1",
     "kind": "KubeletConfiguration",
@@ -124,18 +125,6 @@ class NodesProcess:
             finally:
                 if self.popen.poll() is None:
                     self.popen.kill()
-
-
-@pytest.fixture(scope="module")
-def cluster(
-    control_plane: ControlPlane, kube_scheduler: Process, kube_controller_manager: Process
-) -> ControlPlane:
-    """The control plane with the scheduler and the controller manager, and a namespace whose default
-    service account exists. The API server's TaintNodesByCondition admission gives every new Node the
-    not-ready NoSchedule taint; the controller manager's node lifecycle controller lifts it once the node
-    reports Ready, as in any cluster (without it the scheduler never binds)."""
-    control_plane.namespace_with_account(NAMESPACE)
-    return control_plane
 
 
 @pytest.fixture

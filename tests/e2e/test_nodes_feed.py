@@ -19,7 +19,6 @@ from kubeletemu.emulator import NodeEmulator
 from kubeletemu.extender.feed_client import FeedConfig, start_feeds
 from kubeletemu.manifest import parse_pods
 from tests.e2e.test_nodes import (
-    NAMESPACE,
     WAIT,
     NodesProcess,
     create,
@@ -30,7 +29,7 @@ from tests.e2e.test_nodes import (
 )
 from tests.feed.test_feed_daemon import RecordingMirrors, free_port
 from tests.upstream.certs import Credentials, generate
-from tests.upstream.controlplane import ControlPlane, Process
+from tests.upstream.controlplane import ControlPlane
 
 pytestmark = pytest.mark.slow
 
@@ -44,14 +43,6 @@ class FeedNodesProcess(NodesProcess):
         return [*super().argv(), "--feed-address", f"127.0.0.1:{self.port}", "--feed-cert",
                 str(self.pki.serving_cert), "--feed-key", str(self.pki.serving_key), "--feed-client-ca",
                 str(self.pki.ca_cert), "--feed-heartbeat-period", "1"]  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def cluster(
-    control_plane: ControlPlane, kube_scheduler: Process, kube_controller_manager: Process
-) -> ControlPlane:
-    control_plane.namespace_with_account(NAMESPACE)
-    return control_plane
 
 
 @pytest.fixture
