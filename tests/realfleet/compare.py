@@ -75,17 +75,18 @@ def calibrated(config: ConfigurationSpec, real: Mapping[str, Any]) -> Configurat
 
 
 def rows(setup: str, real: Sequence[Mapping[str, Any]], simulated: Sequence[Mapping[str, Any]]) -> list[Row]:
-    """Each measure over the seeds, real beside simulated."""
-    return [
-        Row(
-            setup,
-            key,
-            label,
-            interval([float(r[key]) for r in real]),
-            interval([float(r[key]) for r in simulated]),
-        )
-        for key, label in MEASURES
-    ]
+    """Each measure over the seeds, real beside simulated. A percentile that pods which never reached
+    Running decide is censored (None: "> run length", :mod:`kubeletemu.fleet.censored`): such seeds are left
+    out of that side's interval, and the label says how many."""
+    found = []
+    for key, label in MEASURES:
+        real_values = [float(r[key]) for r in real if r[key] is not None]
+        simulated_values = [float(r[key]) for r in simulated if r[key] is not None]
+        sides = (("real", len(real), real_values), ("simulated", len(simulated), simulated_values))
+        censored = [f"{side} {n - len(v)} of {n} seeds > run length" for side, n, v in sides if len(v) < n]
+        shown = f"{label} ({'; '.join(censored)}, left out)" if censored else label
+        found.append(Row(setup, key, shown, interval(real_values), interval(simulated_values)))
+    return found
 
 
 def table(all_rows: Sequence[Row], note: Callable[[Row], str] = lambda row: "") -> str:
@@ -109,6 +110,10 @@ def per_seed(setup: str, real: Sequence[Mapping[str, Any]], simulated: Sequence[
     keys = [k for k, _ in MEASURES]
     lines = [f"{setup}: per seed (real / simulated): " + ", ".join(keys)]
     for r, s in zip(real, simulated, strict=True):
-        pairs = ", ".join(f"{r[k]:g} / {s[k]:g}" for k in keys)
+        pairs = ", ".join(f"{_value(r[k])} / {_value(s[k])}" for k in keys)
         lines.append(f"  seed {r['seed']}: {pairs}")
     return "\n".join(lines)
+
+
+def _value(value: float | None) -> str:
+    return "> run length" if value is None else f"{value:g}"
