@@ -35,6 +35,7 @@ from kubeletemu.emulator import NodeEmulator
 from kubeletemu.extender.config import parse_config
 from kubeletemu.extender.server import ExtenderServer
 from kubeletemu.manifest import pod_from_manifest
+from tests.e2e.test_control_plane import _wait_for
 from tests.nodes import kubelet_config, probe_machine
 from tests.upstream import build, scheduler_plugins, schedulers
 from tests.upstream.controlplane import ControlPlane, Process
@@ -45,7 +46,6 @@ REPO = Path(__file__).resolve().parents[2]
 # The newest kube-scheduler (the control plane's) and scheduler-plugins' Kubernetes release's.
 VERSIONS = ("newest", "scheduler-plugins")
 OPT_IN = "kubeletemu.io/exact-numa"
-WAIT = 60.0
 HOST = SyntheticHost(
     sockets=2, cores_per_socket=2, threads_per_core=2, nodes_per_socket=1, node_memory_kib=4 * GIB_KIB
 )
@@ -78,15 +78,6 @@ class ThreadedExtender:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(30)
         self.loop.close()
-
-
-def _wait_for(what: str, probe: Callable[[], Any], timeout: float = WAIT) -> Any:
-    deadline = time.monotonic() + timeout
-    while (value := probe()) is None:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not after {timeout:.0f} s")
-        time.sleep(0.3)
-    return value
 
 
 def docs_scheduler_extender() -> dict[str, Any]:
