@@ -42,11 +42,17 @@ def build_parser() -> CommandParser:
     return parser
 
 
+# The long-running commands: each serves peers over sockets.
+SERVERS = frozenset({"serve", "nodes", "extender"})
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command != "serve":
+    if args.command not in SERVERS:
         # A reader that went away (| head) ends a client quietly, as it ends any Unix filter; no further
-        # pod is sent once the answers cannot be shown. The daemon keeps Python's handling.
+        # pod is sent once the answers cannot be shown. The servers keep Python's handling (SIGPIPE
+        # ignored): a peer that closes its connection mid-write is an EPIPE for that connection, not
+        # the end of the daemon, the node agent or the extender.
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
         code: int = args.func(args)

@@ -86,6 +86,7 @@ class DaemonProcess:
         with open(self.log, "ab") as log:
             self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env)
         self.wait_serving(timeout)
+        assert ignores_sigpipe(self.process.pid), "a client gone mid-write would kill the daemon (SIGPIPE)"
         return self
 
     def wait_serving(self, timeout: float) -> None:
@@ -133,3 +134,11 @@ def wait_serving(process: subprocess.Popen[bytes], socket: Path, log: Path, time
                 pass
         time.sleep(0.05)
     raise RuntimeError(f"daemon not serving after {timeout}s:\n{log.read_text()}")
+
+
+def ignores_sigpipe(pid: int) -> bool:
+    """Whether the live process ``pid`` ignores SIGPIPE (its ``SigIgn`` mask in ``/proc/<pid>/status``): a
+    server must, or a peer that closes its connection mid-write ends it (killed by signal 13)."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    [mask] = [line.split()[1] for line in status.splitlines() if line.startswith("SigIgn:")]
+    return bool(int(mask, 16) >> (signal.SIGPIPE - 1) & 1)

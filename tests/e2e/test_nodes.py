@@ -35,6 +35,7 @@ from kubeletemu.emulator import NodeEmulator
 from kubeletemu.nodes.objects import resource_list
 from kubeletemu.nodes.spec import load_nodes
 from kubeletemu.quantity import Quantity
+from tests.daemon.daemon_process import ignores_sigpipe
 from tests.e2e.conftest import NODES_NAMESPACE
 from tests.e2e.test_control_plane import _wait_for
 from tests.upstream.controlplane import ControlPlane
@@ -109,6 +110,8 @@ class NodesProcess:
         with open(self.log, "ab") as out, open(self.err, "wb") as err:
             self.popen = subprocess.Popen(self.argv(), stdout=out, stderr=err, stdin=subprocess.DEVNULL)
         wait_for("every node joined", self._joined)
+        assert self.popen is not None
+        assert ignores_sigpipe(self.popen.pid), "a peer gone mid-write would kill the agent (SIGPIPE)"
         return self
 
     def _joined(self) -> bool | None:
