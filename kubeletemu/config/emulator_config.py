@@ -154,9 +154,8 @@ def parse_duration(text: str) -> float:
 
 
 def parse_emulator_configuration(doc: Mapping[str, Any], where: Where) -> EmulatorConfiguration:
-    for key in doc:
-        if key not in _KEYS:
-            raise where.error(key, f"unknown field; expected one of {', '.join(_KEYS[2:])}")
+    # apiVersion and kind were checked by the document's reader; the fields named are the settings.
+    fields.known_fields(where, "", {k: v for k, v in doc.items() if k not in _KEYS[:2]}, _KEYS[2:])
     defaults = EmulatorConfiguration()
 
     def path_setting(key: str, default: str) -> str:
@@ -266,11 +265,7 @@ def _device_resources(value: Any, where: Where) -> tuple[DeviceResource, ...]:
     for index, raw in enumerate(fields.sequence(where, "devices", value)):
         path = f"devices[{index}]"
         entry = fields.mapping(where, path, raw)
-        for key in entry:
-            if key not in ("resourceName", "devices", "pciSelector"):
-                raise where.error(
-                    f"{path}.{key}", "unknown field; expected resourceName, devices or pciSelector"
-                )
+        fields.known_fields(where, path, entry, ("resourceName", "devices", "pciSelector"))
         if entry.get("resourceName") is None:
             raise where.error(f"{path}.resourceName", "required")
         name = fields.string(where, f"{path}.resourceName", entry["resourceName"])
@@ -302,9 +297,7 @@ def _static_devices(value: Any, where: Where, path: str) -> tuple[StaticDevice, 
     for index, raw in enumerate(items):
         device_path = f"{path}.devices[{index}]"
         entry = fields.mapping(where, device_path, raw)
-        for key in entry:
-            if key not in ("id", "numaNodes"):
-                raise where.error(f"{device_path}.{key}", "unknown field; expected id or numaNodes")
+        fields.known_fields(where, device_path, entry, ("id", "numaNodes"))
         if entry.get("id") is None:
             raise where.error(f"{device_path}.id", "required")
         device_id = fields.scalar_text(where, f"{device_path}.id", entry["id"])

@@ -7,7 +7,7 @@ Scalars bound for string fields are converted the way ``sigs.k8s.io/yaml`` conve
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -39,6 +39,15 @@ class Where(SourceReporter[ConfigError]):
     """A config file being read: its problems are :class:`ConfigError`."""
 
     kind: Callable[[str], ConfigError] = ConfigError
+
+
+def known_fields(where: Reporter, path: str, doc: Mapping[str, Any], keys: Collection[str]) -> None:
+    """Refuses the first unknown key of ``doc`` (a mapping at ``path``; ``""`` for the top level), naming
+    the keys it takes in ``keys``' order, as strict decoding does in the kubelet's config readers."""
+    unknown = sorted(set(doc) - set(keys))
+    if unknown:
+        field = f"{path}.{unknown[0]}" if path else unknown[0]
+        raise where.error(field, f"unknown field: expected one of {', '.join(keys)}")
 
 
 def _type_name(value: Any) -> str:

@@ -37,9 +37,7 @@ _KEYS = ("vendors", "devices", "classes", "drivers", "pciAddresses", "pfNames", 
 
 def parse_pci_selector(where: Where, path: str, value: Any) -> PCISelector:
     doc = fields.mapping(where, path, value)
-    for key in doc:
-        if key not in _KEYS:
-            raise where.error(f"{path}.{key}", f"unknown field; expected one of {', '.join(_KEYS)}")
+    fields.known_fields(where, path, doc, _KEYS)
 
     def items(key: str) -> list[tuple[str, Any]]:
         return [

@@ -140,9 +140,7 @@ def parse_config(text: str, source: str = "<extender>", base_dir: str = ".") -> 
     """The configuration in ``text``; relative file names are relative to ``base_dir``."""
     where = _Where(source)
     doc = one_document(where, text, KIND)
-    unknown = sorted(set(doc) - set(_TOP_KEYS))
-    if unknown:
-        raise where.error(unknown[0], f"unknown field: expected one of {', '.join(_TOP_KEYS)}")
+    read.known_fields(where, "", doc, _TOP_KEYS)
 
     def file_name(path: str, value: Any) -> str:
         name = read.string(where, path, value)
@@ -221,9 +219,7 @@ def parse_config(text: str, source: str = "<extender>", base_dir: str = ".") -> 
 
 def _only(where: _Where, path: str, value: Any, keys: tuple[str, ...]) -> Mapping[str, Any]:
     doc = read.mapping(where, path, value)
-    unknown = sorted(set(doc) - set(keys))
-    if unknown:
-        raise where.error(f"{path}.{unknown[0]}", f"unknown field: expected one of {', '.join(keys)}")
+    read.known_fields(where, path, doc, keys)
     return doc
 
 

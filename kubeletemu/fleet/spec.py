@@ -563,9 +563,7 @@ def _known(where: _Where, path: str, mapping: Mapping[str, Any], keys: Sequence[
         removed = _REMOVED.get(f"{prefix}{key}")
         if removed is not None:
             raise where.error(f"{prefix}{key}", removed)
-    unknown = sorted(set(mapping) - set(keys))
-    if unknown:
-        raise where.error(f"{prefix}{unknown[0]}", f"unknown field: expected one of {', '.join(keys)}")
+    read.known_fields(where, path, mapping, keys)
 
 
 def _scheduler_version(where: _Where, path: str, raw: Any) -> str | None:

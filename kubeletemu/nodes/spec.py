@@ -130,9 +130,7 @@ def load_nodes(path: str | os.PathLike[str]) -> NodesSpec:
 def parse_nodes(text: str, source: str = "<nodes>", base_dir: str | os.PathLike[str] = ".") -> NodesSpec:
     where = _Where(source)
     doc = one_document(where, text, KIND)
-    unknown = sorted(set(doc) - set(_TOP_KEYS))
-    if unknown:
-        raise where.error(unknown[0], f"unknown field: expected one of {', '.join(_TOP_KEYS)}")
+    read.known_fields(where, "", doc, _TOP_KEYS)
     seed = read.integer(where, "seed", doc.get("seed", 1))
     raw_groups = read.sequence(where, "nodeGroups", doc.get("nodeGroups"))
     # The fleet's parser reads the fields a Fleet file has; the member's own are taken off first.

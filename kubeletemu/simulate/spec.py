@@ -199,9 +199,7 @@ def _document(text: str, source: str) -> tuple[_Where, Mapping[str, Any]]:
     """The one ``kind: Simulation`` document of ``text``, its top-level fields checked."""
     where = _Where(source)
     doc = one_document(where, text, KIND)
-    unknown = sorted(set(doc) - _TOP_KEYS)
-    if unknown:
-        raise where.error(unknown[0], f"unknown field: expected one of {', '.join(sorted(_TOP_KEYS))}")
+    read.known_fields(where, "", doc, sorted(_TOP_KEYS))
     return where, doc
 
 
@@ -236,12 +234,8 @@ def parse_topology(where: read.Reporter, base: Path, raw: Any, path: str = "topo
         return TopologySource.capture_dirs(sysfs, proc or str(Path(sysfs).parent / "proc"))
     if kind == "synthetic":
         values: dict[str, int] = {}
+        read.known_fields(where, f"{path}.synthetic", fields, list(_SYNTHETIC_KEYS))
         for key, value in fields.items():
-            if key not in _SYNTHETIC_KEYS:
-                raise where.error(
-                    f"{path}.synthetic.{key}",
-                    f"unknown field: expected one of {', '.join(_SYNTHETIC_KEYS)}",
-                )
             values[_SYNTHETIC_KEYS[key]] = read.integer(where, f"{path}.synthetic.{key}", value)
         try:
             shape = synthetic_shape(**values)

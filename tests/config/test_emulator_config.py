@@ -92,7 +92,7 @@ def test_parse_duration_rejects(text: str) -> None:
     [
         pytest.param(
             "socket_path: /x\n",
-            E + "socket_path: unknown field; expected one of devices,",
+            E + "socket_path: unknown field: expected one of devices,",
             id="unknown",
         ),
         pytest.param("stateDir: ''\n", E + "stateDir: must not be empty", id="empty_path"),
@@ -175,7 +175,7 @@ def test_parse_duration_rejects(text: str) -> None:
         ),
         pytest.param(
             "devices: [{resourceName: a.io/x, devices: [{id: a, numa: [0]}]}]\n",
-            E + "devices[0].devices[0].numa: unknown field; expected id or numaNodes",
+            E + "devices[0].devices[0].numa: unknown field: expected one of id, numaNodes",
             id="device_unknown_field",
         ),
     ],

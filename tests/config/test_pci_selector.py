@@ -46,7 +46,7 @@ def test_every_field_normalised() -> None:
     [
         pytest.param("{isVF: true}", ": select by at least one of vendors, devices, classes", id="empty"),
         pytest.param("[]", ": expected a mapping, got a list", id="not_a_mapping"),
-        pytest.param("{vendor: ['8086']}", ".vendor: unknown field; expected one of vendors,", id="unknown"),
+        pytest.param("{vendor: ['8086']}", ".vendor: unknown field: expected one of vendors,", id="unknown"),
         pytest.param("{vendors: '8086'}", ".vendors: expected a list, got a string", id="not_a_list"),
         pytest.param(
             "{vendors: [intel]}", ".vendors[0]: 'intel' is not a 4-digit hex vendor id", id="vendor"
