@@ -18,9 +18,13 @@ EXTRA_HINT = "kubeletemu extender needs the extender extra: pip install 'kubelet
 
 
 def _announce(server: ExtenderServer) -> None:
+    config = server.config
+    health = (
+        "" if server.health_port is None else f", health on http://{config.health_host}:{server.health_port}"
+    )
     sys.stderr.write(
-        f"kubeletemu extender serving https://{server.config.host}:{server.port}{server.config.path_prefix} "
-        "(mutual TLS). Stop it with Ctrl-C.\n"
+        f"kubeletemu extender serving https://{config.host}:{server.port}{config.path_prefix} "
+        f"(mutual TLS){health}. Stop it with Ctrl-C.\n"
     )
     sys.stderr.flush()
 

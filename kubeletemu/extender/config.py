@@ -4,6 +4,7 @@
 apiVersion: kubeletemu.io/v1alpha1
 kind: Extender
 listen: 0.0.0.0:8443              # host:port of the HTTPS server (port 0: any free port)
+healthListen: 0.0.0.0:10258        # optional, plain HTTP: /healthz, /readyz and /metrics only
 pathPrefix: /kubeletemu            # the path of the scheduler's urlPrefix; the verbs are served below it
 verbs: {filter: filter, prioritize: prioritize, preempt: preempt, bind: bind}   # these are the defaults
 tls:                               # required: the server serves mutual TLS only
@@ -21,7 +22,8 @@ feeds:                             # where the node agents' states come from (mu
   tls: {caFile: agents-ca.crt, certFile: extender-client.crt, keyFile: extender-client.key}
 ```
 
-Every field but ``tls`` has the default shown (``listen`` ``0.0.0.0:8443``, ``pathPrefix`` empty). Any
+Every field but ``tls`` has the default shown (``listen`` ``0.0.0.0:8443``, ``pathPrefix`` empty,
+``healthListen`` off). Any
 problem is an :class:`ExtenderConfigError` naming the file and the field.
 """
 
@@ -47,6 +49,7 @@ _TOP_KEYS = (
     "apiVersion",
     "kind",
     "listen",
+    "healthListen",
     "pathPrefix",
     "verbs",
     "tls",
@@ -109,6 +112,10 @@ class ExtenderConfig:
     tls: TLSFiles
     host: str = "0.0.0.0"
     port: int = 8443
+    # Plain HTTP for health and metrics only (kubelet probes and scrapers present no client certificate);
+    # None: off, they are served behind mutual TLS alone.
+    health_host: str | None = None
+    health_port: int | None = None
     path_prefix: str = ""
     verbs: Mapping[str, str] = field(default_factory=lambda: {v: v for v in VERBS})
     stale_after: float = DEFAULT_STALE_AFTER_S
@@ -149,6 +156,12 @@ def parse_config(text: str, source: str = "<extender>", base_dir: str = ".") -> 
         return name if os.path.isabs(name) else os.path.join(base_dir, name)
 
     host, port = _listen(where, doc.get("listen", "0.0.0.0:8443"))
+    health_host: str | None = None
+    health_port: int | None = None
+    if doc.get("healthListen") is not None:
+        health_host, health_port = _listen(where, doc["healthListen"], "healthListen")
+        if (health_host, health_port) == (host, port) and port != 0:
+            raise where.error("healthListen", f"must differ from listen ({host}:{port})")
     prefix = read.string(where, "pathPrefix", doc.get("pathPrefix", ""))
     if prefix and not prefix.startswith("/"):
         raise where.error("pathPrefix", f"must start with /, got {prefix!r}")
@@ -202,6 +215,8 @@ def parse_config(text: str, source: str = "<extender>", base_dir: str = ".") -> 
         tls=tls,
         host=host,
         port=port,
+        health_host=health_host,
+        health_port=health_port,
         path_prefix=prefix,
         verbs=verbs,
         stale_after=_seconds(where, "staleAfter", doc.get("staleAfter"), DEFAULT_STALE_AFTER_S),

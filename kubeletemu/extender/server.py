@@ -8,6 +8,9 @@
   log line (a 200 with an empty ``NodeNames`` would read as "no node fits"); a body over ``maxBodyBytes``
   gets 413; an internal error 500. For the scheduler every non-200 is an error: the pod's attempt fails
   (retried later) unless the extender is ``ignorable``.
+* **Health and metrics without a client certificate**, when ``healthListen`` is set: a second, plain HTTP
+  listener serving only ``/healthz``, ``/readyz`` and ``/metrics`` (a kubelet's probe and a Prometheus
+  scrape present no client certificate); the verbs stay behind mutual TLS.
 * ``/healthz``: the process serves. ``/readyz``: 200 when the mirrors are ready as ``readiness.when``
   says (``all``: every expected or ever-reported node fresh; ``any``: one; ``always``), else 503 with the
   nodes that are not.
@@ -100,8 +103,10 @@ class ExtenderServer:
         self.metrics = ExtenderMetrics(self.mirrors, self.ledger)
         self.binder = binder
         self._runner: web.AppRunner | None = None
+        self._health_runner: web.AppRunner | None = None
         self._feeds: list[Feeds] = []
         self.port: int | None = None
+        self.health_port: int | None = None
 
     # ---- the application -------------------------------------------------------------------------------
 
@@ -116,10 +121,19 @@ class ExtenderServer:
             verbs["bind"] = self._bind
         for verb, answer in verbs.items():
             app.router.add_post(self.config.path(verb), self._verb_handler(verb, answer))
+        self._add_health(app)
+        return app
+
+    def health_app(self) -> web.Application:
+        """What the plain-HTTP ``healthListen`` serves: health, readiness and metrics, no verb."""
+        app = web.Application(client_max_size=1024)
+        self._add_health(app)
+        return app
+
+    def _add_health(self, app: web.Application) -> None:
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/readyz", self._readyz)
         app.router.add_get("/metrics", self._metrics)
-        return app
 
     def _verb_handler(
         self, verb: str, answer: Callable[[bytes], Awaitable[bytes]]
@@ -210,8 +224,24 @@ class ExtenderServer:
             raise StartError(f"listen {self.config.host}:{self.config.port}: {err.strerror or err}") from None
         self._runner = runner
         self.port = int(runner.addresses[0][1])  # the port 0 chose, if 0 was asked
+        await self._start_health()
         await self._start_feeds()
         return self.port
+
+    async def _start_health(self) -> None:
+        host, port = self.config.health_host, self.config.health_port
+        if host is None or port is None:
+            return
+        runner = web.AppRunner(self.health_app(), access_log=None, handle_signals=False)
+        await runner.setup()
+        try:
+            await web.TCPSite(runner, host, port).start()
+        except OSError as err:
+            await runner.cleanup()
+            await self.stop()
+            raise StartError(f"healthListen {host}:{port}: {err.strerror or err}") from None
+        self._health_runner = runner
+        self.health_port = int(runner.addresses[0][1])
 
     async def _start_feeds(self) -> None:
         """One :func:`~kubeletemu.extender.feed_client.start_feeds` per ``feeds`` entry, once the server
@@ -229,9 +259,10 @@ class ExtenderServer:
         feeds, self._feeds = self._feeds, []
         for handle in feeds:
             await handle.close()
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        for runner in (self._health_runner, self._runner):
+            if runner is not None:
+                await runner.cleanup()
+        self._runner = self._health_runner = None
         if self.binder is not None and hasattr(self.binder, "close"):
             await self.binder.close()
 
@@ -265,10 +296,16 @@ def run_until_stopped(
         server = ExtenderServer(config)
         try:
             port = await server.start()
+            health = (
+                {}
+                if server.health_port is None
+                else {"health": f"http://{config.health_host}:{server.health_port}"}
+            )
             log.info(
                 "serving",
                 address=f"https://{config.host}:{port}{config.path_prefix}",
                 verbs=dict(config.verbs),
+                **health,
             )
             if on_ready is not None:
                 on_ready(server)

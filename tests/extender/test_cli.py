@@ -8,6 +8,7 @@ import http.client
 import os
 import re
 import signal
+import ssl
 import subprocess
 import sys
 from pathlib import Path
@@ -53,6 +54,11 @@ def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]
             "apiVersion: kubeletemu.io/v1alpha1\nkind: Extender\nledger: {closeOn: never}\n"
             "tls: {certFile: a, keyFile: b, clientCAFile: c}\n",
             r"kubeletemu: .*extender\.yaml: ledger\.closeOn: expected one of agent-report, ttl, got 'never'",
+        ),
+        (
+            "apiVersion: kubeletemu.io/v1alpha1\nkind: Extender\nhealthListen: nowhere\n"
+            "tls: {certFile: a, keyFile: b, clientCAFile: c}\n",
+            r"kubeletemu: .*extender\.yaml: healthListen: expected host:port, got 'nowhere'",
         ),
         (
             "apiVersion: kubeletemu.io/v1alpha1\nkind: Extender\nlisten: 127.0.0.1:0\n"
@@ -101,6 +107,57 @@ def test_serves_mutual_tls_until_sigterm(tmp_path: Path, certs: Certs) -> None:
         # A scheduler that closes its connection mid-write is an EPIPE, not the extender's end (CI once
         # saw it killed by SIGPIPE at teardown when the CLI restored SIGPIPE's default for every command).
         assert ignores_sigpipe(process.pid)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def test_health_and_metrics_without_a_client_certificate_on_health_listen(
+    tmp_path: Path, certs: Certs
+) -> None:
+    path = tmp_path / "extender.yaml"
+    path.write_text(config_text(certs, "healthListen: 127.0.0.1:0\nreadiness: {expectedNodes: [w-0]}\n"))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kubeletemu", "extender", "--config", str(path), "--announce"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        assert process.stderr is not None
+        announced = process.stderr.readline()
+        match = re.match(
+            r"kubeletemu extender serving https://127\.0\.0\.1:(\d+)/kubeletemu \(mutual TLS\), "
+            r"health on http://127\.0\.0\.1:(\d+)\.",
+            announced,
+        )
+        assert match, announced
+        tls_port, health_port = int(match.group(1)), int(match.group(2))
+        plain = http.client.HTTPConnection("127.0.0.1", health_port, timeout=10)
+        answers = {}
+        for path_ in ("/healthz", "/readyz", "/metrics"):
+            plain.request("GET", path_)
+            response = plain.getresponse()
+            answers[path_] = (response.status, response.read().decode())
+        assert answers["/healthz"] == (200, "ok\n")
+        assert answers["/readyz"] == (503, "not ready: node 'w-0' fails closed: its agent never reported\n")
+        assert answers["/metrics"][0] == 200
+        assert 'kubeletemu_extender_nodes{state="never-reported"} 1.0' in answers["/metrics"][1]
+        # No verb on the plain listener; the TLS listener still refuses a client without a certificate.
+        plain.request("POST", "/kubeletemu/filter", body=b"{}")
+        response = plain.getresponse()
+        assert response.status == 404, response.read()
+        response.read()
+        plain.close()
+        bare = http.client.HTTPSConnection("127.0.0.1", tls_port, context=certs.client_context(cert=False))
+        with pytest.raises((ssl.SSLError, ConnectionError)):
+            bare.request("GET", "/healthz")
+            bare.getresponse()
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0
     finally:
