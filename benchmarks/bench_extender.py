@@ -5,7 +5,9 @@ measured in the same run). Target (issue 45): 5,000 nodes under 100 ms p99 per p
 Run: python benchmarks/bench_extender.py [--nodes 500 5000] [--pods 200] [--shapes 6] [--seed 1]
 
 Each node is a mirror of a 2-socket, 16-CPU machine (static CPU and Memory Managers, single-numa-node),
-filled by a seeded stream of Guaranteed pods, so that nodes differ. The pods asked about come from
+filled by a seeded stream of Guaranteed pods, so that nodes differ (fleet ``filled``), or empty, as in a
+new cluster (fleet ``empty``). Nodes in equal states (one state class, kubeletemu.scheduler.state_class)
+share their answers: ``classes`` counts the distinct states at the start. The pods asked about come from
 ``--shapes`` pod shapes (1-6 CPUs); after each one, the node the extender ranked first admits it (as its
 agent would report), so that node's kept answers are recomputed on the next pod. Printed per N:
 
@@ -40,6 +42,7 @@ from kubeletemu.manifest import pod_from_manifest
 from kubeletemu.pod import Pod
 from kubeletemu.scheduler.live import node_info
 from kubeletemu.scheduler.nrtmatch.filter import filter_pod
+from kubeletemu.scheduler.state_class import state_class
 from tests.nodes import probe_machine
 
 KUBELET = """apiVersion: kubelet.config.k8s.io/v1beta1
@@ -69,13 +72,13 @@ def pod(name: str, cpus: int) -> Pod:
     return pod_from_manifest(manifest(name, cpus))
 
 
-def fleet(count: int, seed: int, base: NodeEmulator) -> dict[str, NodeEmulator]:
-    """``count`` nodes, each the base node with its own seeded stream of 0-4 pods admitted."""
+def fleet(count: int, seed: int, base: NodeEmulator, filled: bool) -> dict[str, NodeEmulator]:
+    """``count`` nodes, each the base node with its own seeded stream of 0-4 pods admitted (or none)."""
     rng = random.Random(seed)
     nodes = {}
     for i in range(count):
         node = base.fork()
-        for j in range(rng.randrange(5)):
+        for j in range(rng.randrange(5) if filled else 0):
             node.admit(pod(f"n{i}-p{j}", rng.randrange(1, 5)))
         nodes[f"worker-{i:05d}"] = node
     return nodes
@@ -90,8 +93,9 @@ def ms(seconds: float) -> str:
     return f"{seconds * 1e3:8.1f} ms"
 
 
-def run(count: int, pods: int, shapes: int, seed: int, base: NodeEmulator) -> dict[str, float]:
-    nodes = fleet(count, seed, base)
+def run(count: int, pods: int, shapes: int, seed: int, base: NodeEmulator, filled: bool) -> dict[str, float]:
+    nodes = fleet(count, seed, base, filled)
+    classes = len({state_class(emulator) for emulator in nodes.values()})
     mirrors = Mirrors(stale_after=1e9)
     for generation, (name, emulator) in enumerate(nodes.items(), 1):
         mirrors.apply(name, generation, emulator)
@@ -146,6 +150,7 @@ def run(count: int, pods: int, shapes: int, seed: int, base: NodeEmulator) -> di
             infos[chosen] = node_info(nodes[chosen])
     return {
         "nodes": count,
+        "classes": classes,
         "parse_p50": statistics.median(parse_s),
         "encode_p50": statistics.median(encode_s),
         "filter_first_max": max(first_filter),
@@ -166,15 +171,18 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as root:
         base = NodeEmulator(parse_config(KUBELET), probe_machine(Path(root)))
-    columns = ("nodes", "parse", "encode", "filter new", "filter p50", "filter p99", "prio p50", "prio p99",
-               "NRT p99", "x NRT")  # fmt: skip
+    columns = ("fleet", "nodes", "classes", "parse", "encode", "filter new", "filter p50", "filter p99",
+               "prio p50", "prio p99", "NRT p99", "x NRT")  # fmt: skip
     print(" ".join(f"{c:>11}" for c in columns))
+    keys = ("parse_p50", "encode_p50", "filter_first_max", "filter_p50", "filter_p99", "prioritize_p50",
+            "prioritize_p99", "nrt_p99")  # fmt: skip
     for count in args.nodes:
-        r = run(count, args.pods, args.shapes, args.seed, base)
-        ratio = r["filter_p99"] / r["nrt_p99"] if r["nrt_p99"] else float("nan")
-        keys = ("parse_p50", "encode_p50", "filter_first_max", "filter_p50", "filter_p99", "prioritize_p50",
-                "prioritize_p99", "nrt_p99")  # fmt: skip
-        print(f"{count:>11} " + " ".join(f"{ms(r[k]):>11}" for k in keys) + f" {ratio:>11.2f}", flush=True)
+        for filled in (True, False):
+            r = run(count, args.pods, args.shapes, args.seed, base, filled)
+            ratio = r["filter_p99"] / r["nrt_p99"] if r["nrt_p99"] else float("nan")
+            label = "filled" if filled else "empty"
+            print(f"{label:>11} {count:>11} {r['classes']:>11} " + " ".join(f"{ms(r[k]):>11}" for k in keys)
+                  + f" {ratio:>11.2f}", flush=True)  # fmt: skip
     print("target: Filter and Prioritize p99 under 100 ms at 5,000 nodes.")
     print("'filter new': the first Filter of a pod shape (the worst over shapes);")
     print("x NRT: the extender's Filter p99 over NodeResourceTopologyMatch's model's.")

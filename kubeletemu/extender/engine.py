@@ -87,7 +87,7 @@ class Engine:
         self.ledger = ledger
         self.opt_in_resources = frozenset(opt_in_resources)
         mirrors.on_apply(ledger.mirror_applied)
-        self.would_admit = WouldAdmit(mirrors.emulators, assumed=ledger.by_node)
+        self.would_admit = WouldAdmit(mirrors.emulators, assumed=ledger.by_node, share=True)
         self.numa_fit = ExactNUMAFit(self.would_admit)
         self._pods: OrderedDict[str, Pod] = OrderedDict()
         self._could_preempt: dict[tuple[int, str], tuple[NodeEmulator, int, bool]] = {}

@@ -17,6 +17,7 @@ engine's layer.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -27,6 +28,7 @@ from kubeletemu.pod import Pod
 from kubeletemu.scheduler.framework import NodeInfo, Status
 from kubeletemu.scheduler.noderesourcesfit import MAX_NODE_SCORE, node_allocatable
 from kubeletemu.scheduler.pod_shape import pod_shape
+from kubeletemu.scheduler.state_class import state_class
 from kubeletemu.simulate.metrics import NUMANodeUsage, container_numa_nodes, numa_usage
 
 # Encodes (NUMA nodes, CPU left, memory left) in one integer, each part below this.
@@ -47,15 +49,21 @@ class Verdict:
     pinned_memory: int = 0
 
 
-class _Kept:
-    """Answers per pod shape for one emulator at one ``state_version``."""
+_UNKNOWN = object()
+# Answers shared between nodes of one state class, (class, shape) -> Verdict, least recently used dropped.
+_SHARED_ANSWERS = 200_000
 
-    __slots__ = ("answers", "emulator", "version")
+
+class _Kept:
+    """Answers per pod shape for one emulator at one ``state_version``, and its state class once asked."""
+
+    __slots__ = ("answers", "emulator", "state_class", "version")
 
     def __init__(self, emulator: NodeEmulator) -> None:
         self.emulator = emulator
         self.version = emulator.state_version
         self.answers: dict[Hashable, object] = {}
+        self.state_class: object = _UNKNOWN
 
     def current(self, emulator: NodeEmulator) -> bool:
         return self.emulator is emulator and self.version == emulator.state_version
@@ -63,7 +71,9 @@ class _Kept:
 
 class WouldAdmit:
     """The exact Filter: the node's own ``WouldAdmit`` (no predictor can do better). ``memo=False`` asks
-    the node every time."""
+    the node every time. ``share=True`` shares answers between nodes of one state class
+    (:mod:`kubeletemu.scheduler.state_class`): a pod shape seen for the first time is asked once per
+    distinct node state instead of once per node."""
 
     name = "WouldAdmit"
 
@@ -74,9 +84,13 @@ class WouldAdmit:
         memo: bool = True,
         count_assumed: bool = True,
         assumed: dict[str, dict[str, Pod]] | None = None,
+        share: bool = False,
     ) -> None:
         self.emulators = emulators
         self.memo = memo
+        self.share = share
+        self.shared_hits = 0  # answers taken from another node of the same state class
+        self._shared: OrderedDict[tuple[Hashable, int], Verdict] = OrderedDict()
         self.count_assumed = count_assumed
         self._kept: dict[str, _Kept] = {}
         self.asked = 0  # WouldAdmit calls made (the kept answers saved the rest)
@@ -128,8 +142,27 @@ class WouldAdmit:
         shape = pod_shape(pod)
         answer = kept.answers.get(shape)
         if answer is None:
-            answer = kept.answers[shape] = self._ask(emulator, pod)
+            answer = kept.answers[shape] = self._shared_or_ask(kept, emulator, pod, shape)
         assert isinstance(answer, Verdict)
+        return answer
+
+    def _shared_or_ask(self, kept: _Kept, emulator: NodeEmulator, pod: Pod, shape: int) -> Verdict:
+        registry = emulator.registry
+        if not self.share or pod.uid in registry or registry.by_name(pod.namespace, pod.name) is not None:
+            return self._ask(emulator, pod)  # "already admitted" reads identity: the node's own answer
+        if kept.state_class is _UNKNOWN:
+            kept.state_class = state_class(emulator)
+        if kept.state_class is None:
+            return self._ask(emulator, pod)
+        key = (kept.state_class, shape)
+        answer = self._shared.get(key)
+        if answer is not None:
+            self.shared_hits += 1
+            self._shared.move_to_end(key)
+            return answer
+        answer = self._shared[key] = self._ask(emulator, pod)
+        if len(self._shared) > _SHARED_ANSWERS:
+            self._shared.popitem(last=False)
         return answer
 
     def _ask(self, emulator: NodeEmulator, pod: Pod) -> Verdict:
