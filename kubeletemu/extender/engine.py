@@ -23,7 +23,7 @@ passes Filter, scores 0, and keeps its victims. Requests in the non-node-cache f
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Collection
+from collections.abc import Collection, Hashable
 from types import MappingProxyType
 
 from kubeletemu.emulator import EmulatorError, NodeEmulator
@@ -58,6 +58,7 @@ NODE_CACHE_ONLY = (
 )
 # Pods last seen by Filter, by UID: what a Bind (which names only the UID) puts in the ledger.
 _REMEMBERED_PODS = 10_000
+_SHARED_SCORES = 200_000
 
 
 def has_exclusive_resources(pod: Pod, ignored: Collection[str] = ()) -> bool:
@@ -92,6 +93,8 @@ class Engine:
         self._pods: OrderedDict[str, Pod] = OrderedDict()
         self._could_preempt: dict[tuple[int, str], tuple[NodeEmulator, int, bool]] = {}
         self._scores: dict[str, tuple[NodeEmulator, int, dict[int, int]]] = {}
+        # (state class, pod shape) -> score: nodes in equal states score alike (as they answer alike).
+        self._shared_scores: OrderedDict[tuple[Hashable, int], int] = OrderedDict()
 
     # ---- Filter --------------------------------------------------------------------------------------
 
@@ -207,16 +210,25 @@ class Engine:
 
     def _score(self, pod: Pod, name: str) -> int:
         """ExactNUMAFit's key as one integer, kept per pod shape until the node (as counted) changes: it
-        reads only the node's state and the pod's shape."""
+        reads only the node's state and the pod's shape, so nodes of one state class share it."""
         view = self.would_admit.emulator(name)
         kept = self._scores.get(name)
         if kept is None or kept[0] is not view or kept[1] != view.state_version:
             kept = self._scores[name] = (view, view.state_version, {})
         shape = pod_shape(pod)
         score = kept[2].get(shape)
-        if score is None:
-            score = kept[2][shape] = self.numa_fit.score(pod, self._node_info(name))
-        return score
+        if score is not None:
+            return score
+        state = self.would_admit.state_class_of(name)
+        shared = None if state is None else self._shared_scores.get((state, shape))
+        if shared is None:
+            shared = self.numa_fit.score(pod, self._node_info(name))
+            if state is not None:
+                self._shared_scores[(state, shape)] = shared
+                if len(self._shared_scores) > _SHARED_SCORES:
+                    self._shared_scores.popitem(last=False)
+        kept[2][shape] = shared
+        return shared
 
     def _node_info(self, name: str) -> NodeInfo:
         """The node as ExactNUMAFit's fallback reads it (a manager not static): allocatable and pods."""

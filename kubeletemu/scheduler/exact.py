@@ -132,13 +132,25 @@ class WouldAdmit:
             view = self._views[node_name] = (key, fork)
         return view[1]
 
+    def _kept_for(self, node_name: str, emulator: NodeEmulator) -> _Kept:
+        kept = self._kept.get(node_name)
+        if kept is None or not kept.current(emulator):
+            kept = self._kept[node_name] = _Kept(emulator)
+        return kept
+
+    def state_class_of(self, node_name: str) -> Hashable | None:
+        """The state class of the node as counted (None: it shares with no node), computed once per state."""
+        emulator = self.emulator(node_name)
+        kept = self._kept_for(node_name, emulator)
+        if kept.state_class is _UNKNOWN:
+            kept.state_class = state_class(emulator)
+        return kept.state_class
+
     def verdict(self, pod: Pod, node_name: str) -> Verdict:
         emulator = self.emulator(node_name)
         if not self.memo:
             return self._ask(emulator, pod)
-        kept = self._kept.get(node_name)
-        if kept is None or not kept.current(emulator):
-            kept = self._kept[node_name] = _Kept(emulator)
+        kept = self._kept_for(node_name, emulator)
         shape = pod_shape(pod)
         answer = kept.answers.get(shape)
         if answer is None:

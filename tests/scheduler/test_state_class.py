@@ -11,6 +11,7 @@ CPUs, pinned memory).
 from __future__ import annotations
 
 import random
+from types import MappingProxyType
 
 import pytest
 
@@ -19,7 +20,9 @@ from kubeletemu.emulator import EmulatorError, NodeEmulator
 from kubeletemu.feed.state import snapshot, to_emulator
 from kubeletemu.manifest import pod_from_manifest
 from kubeletemu.pod import Pod
-from kubeletemu.scheduler.exact import WouldAdmit
+from kubeletemu.scheduler.exact import ExactNUMAFit, WouldAdmit
+from kubeletemu.scheduler.framework import NodeInfo
+from kubeletemu.scheduler.objects import Node
 from kubeletemu.scheduler.state_class import state_class
 from tests.nodes import kubelet_config, probe_machine, static_managers
 
@@ -77,6 +80,30 @@ def test_shared_answers_are_each_nodes_own(bases: list[NodeEmulator], seed: int)
     assert 2 < len(classes) < len(nodes)
     assert shared.shared_hits > 0
     assert shared.asked + shared.shared_hits == own.asked
+
+
+def test_nodes_of_one_class_score_alike(bases: list[NodeEmulator]) -> None:
+    """ExactNUMAFit's score (what the extender's Prioritize shares by class), each node asked alone."""
+    rng = random.Random(11)
+    nodes = {f"w{i:03d}": filled(bases[i % 2], i, rng) for i in range(80)}
+    fit = ExactNUMAFit(WouldAdmit(nodes, memo=False))
+    by_class: dict[object, list[str]] = {}
+    for name, node in nodes.items():
+        by_class.setdefault(state_class(node), []).append(name)
+    shared = [names for names in by_class.values() if len(names) > 1]
+    assert shared
+    for k, (cpu, memory) in enumerate(SHAPES):
+        asked = pod(f"ask-{k}", cpu, memory)
+        for names in shared:
+            scores = set()
+            for name in names:
+                node = nodes[name]
+                allocatable = MappingProxyType(dict(node.allocatable.allocatable))
+                info = NodeInfo(
+                    name, Node(name=name, allocatable=allocatable), pods=tuple(node.registry.pods())
+                )
+                scores.add(fit.score(asked, info) if fit.would_admit.verdict(asked, name).admitted else None)
+            assert len(scores) == 1, (names, cpu, memory, scores)
 
 
 def test_a_mirror_rebuilt_from_the_feed_is_in_its_nodes_class(bases: list[NodeEmulator]) -> None:
