@@ -8,6 +8,7 @@ decides the reason. A refused pod holds nothing afterwards.
 from __future__ import annotations
 
 import os
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -36,6 +37,8 @@ from kubeletemu.topologymanager.numa_scorer import TieBreakDecision
 from kubeletemu.versions.gates import effective_gates
 from kubeletemu.versions.version import parse_version
 
+# How many refused pods' UIDs a node keeps for its feed (an extender's in-flight placements of them close).
+REFUSALS_KEPT = 256
 HANDLER_RESOURCE_ALLOCATOR = "resource-allocator"
 HANDLER_PREDICATE = "predicate"
 HANDLER_POD_FEATURES = "pod-features"
@@ -114,6 +117,8 @@ class NodeEmulator:
         # Counts the changes made through admit/remove/restore_state: an answer computed at one count
         # (``would_admit``) holds until the count moves (the fleet's scheduler keeps answers by it).
         self.state_version = 0
+        # The UIDs of the pods refused most recently, oldest first (the node feed reports them).
+        self.refused: deque[str] = deque(maxlen=REFUSALS_KEPT)
         self.allocatable = self._node_allocatable()
         self.predicate = self._predicate_handler()
         self.pod_features = self._pod_features_handler()
@@ -189,6 +194,8 @@ class NodeEmulator:
                     affinity = {c.name: c.affinity for c in report.containers if c.affinity is not None}
                     records = {c.name: allocation_record(c) for c in report.containers}
                     self.registry.add(AdmittedPod(pod, affinity, allocations=records))
+                else:
+                    self.refused.append(pod.uid)
             except BaseException:
                 # Whatever failed part-way (a value the manifest checks let through, a bug), the pod holds
                 # nothing afterwards, as a refused pod holds nothing: no CPU stays taken by an answer
@@ -249,6 +256,7 @@ class NodeEmulator:
         fork.config, fork.machine, fork.state_dir = config or self.config, self.machine, None
         fork.registry = PodRegistry(None)
         fork.state_version = 0
+        fork.refused = deque(maxlen=REFUSALS_KEPT)  # a fork refuses on its own
         for entry in self.registry:
             fork.registry.add(
                 AdmittedPod(entry.pod, dict(entry.affinity), allocations=dict(entry.allocations))

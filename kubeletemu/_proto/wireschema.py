@@ -161,6 +161,7 @@ MESSAGES = {
         ('memory_state', 9, 'bytes', 'single', None, None),
         ('device_state', 10, 'bytes', 'single', None, None),
         ('hints', 11, 'message', 'repeated', 'kubeletemu.v1.StoredHint', None),
+        ('refused_pods', 12, 'string', 'repeated', None, None),
     ),
     'kubeletemu.v1.NodeStateUpdate': (
         ('state', 1, 'message', 'present', 'kubeletemu.v1.NodeState', 0),

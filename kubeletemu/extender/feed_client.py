@@ -3,7 +3,8 @@
 For each agent address a task dials it with mutual TLS, calls ``NodeFeed.Watch`` and, for each update:
 
 - a node's state: decoded and rebuilt into an in-memory node off the event loop
-  (:func:`~kubeletemu.feed.state.to_emulator`), then ``mirrors.apply(node, generation, emulator)``; a state
+  (:func:`~kubeletemu.feed.state.to_emulator`), then ``mirrors.apply(node, generation, emulator,
+  refused=...)`` with the pods the node refused most recently (closing the ledger's entries for them); a state
   that does not decode is logged and its node reported disconnected with the reason (failed closed);
 - a heartbeat: ``mirrors.heartbeat(node)`` for each node it names.
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -38,7 +40,9 @@ log = logging.getLogger(__name__)
 class MirrorSink(Protocol):
     """What the feed drives (``kubeletemu.extender.mirrors.Mirrors``)."""
 
-    def apply(self, node: str, generation: int, emulator: NodeEmulator) -> bool: ...
+    def apply(
+        self, node: str, generation: int, emulator: NodeEmulator, *, refused: Iterable[str] = ()
+    ) -> bool: ...
 
     def heartbeat(self, node: str) -> None: ...
 
@@ -145,7 +149,7 @@ async def _take(update: pb.NodeStateUpdate, agent: AgentFeed, mirrors: MirrorSin
         log.error("node feed from %s: %s", agent.address, err)
         mirrors.disconnected(message.node_name, f"agent {agent.address}: its state does not decode: {err}")
         return
-    mirrors.apply(message.node_name, message.generation, emulator)
+    mirrors.apply(message.node_name, message.generation, emulator, refused=message.refused_pods)
 
 
 def _rebuild(message: pb.NodeState) -> NodeEmulator:

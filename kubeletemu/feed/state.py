@@ -80,6 +80,8 @@ class NodeState:
     memory_state: bytes
     device_state: bytes
     hints: tuple[StoredHint, ...] = field(default=())
+    # UIDs of the pods the node refused most recently, oldest first.
+    refused: tuple[str, ...] = field(default=())
 
 
 @dataclass
@@ -134,6 +136,7 @@ def snapshot(node_name: str, generation: int, emulator: NodeEmulator, incarnatio
         memory_state=marshal_memory(memory, LAYOUT_POD_ENTRIES),
         device_state=marshal_devices(cm.devices.checkpoint()),
         hints=hints,
+        refused=tuple(emulator.refused),
     )
 
 

@@ -44,6 +44,7 @@ def state_message(state: NodeState) -> pb.NodeState:
         memory_state=state.memory_state,
         device_state=state.device_state,
         hints=[_hint_message(h) for h in state.hints],
+        refused_pods=list(state.refused),
     )
 
 
@@ -99,4 +100,5 @@ def state_from_message(message: pb.NodeState) -> NodeState:
         memory_state=message.memory_state,
         device_state=message.device_state,
         hints=hints,
+        refused=tuple(message.refused_pods),
     )

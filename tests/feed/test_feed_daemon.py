@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,7 +17,10 @@ from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as apb
 from kubeletemu._proto.kubeletemu.v1 import feed_pb2 as pb
 from kubeletemu._proto.kubeletemu.v1 import feed_pb2_grpc as pb_grpc
 from kubeletemu.emulator import NodeEmulator
+from kubeletemu.extender.engine import Engine
 from kubeletemu.extender.feed_client import FeedConfig, start_feeds
+from kubeletemu.extender.ledger import CLOSED_BY_AGENT, OPENED_BY_PRIORITIZE, Ledger
+from kubeletemu.extender.mirrors import Mirrors
 from kubeletemu.feed.state import to_emulator
 from kubeletemu.feed.wire import state_from_message
 from kubeletemu.manifest import parse_pods
@@ -249,8 +252,12 @@ class RecordingMirrors:
     mirrors: dict[str, tuple[int, NodeEmulator]] = field(default_factory=dict)
     heartbeats: list[str] = field(default_factory=list)
     disconnects: list[tuple[str, str]] = field(default_factory=list)
+    refused: dict[str, list[str]] = field(default_factory=dict)
 
-    def apply(self, node: str, generation: int, emulator: NodeEmulator) -> bool:
+    def apply(
+        self, node: str, generation: int, emulator: NodeEmulator, *, refused: Iterable[str] = ()
+    ) -> bool:
+        self.refused[node] = list(refused)
         held = self.mirrors.get(node)
         if held is not None and generation <= held[0]:
             return False
@@ -311,6 +318,45 @@ def test_feed_client_follows_an_agent_across_its_restart(feed_daemon: FeedDaemon
             await feeds.close()
 
     asyncio.run(scenario())
+
+
+def test_a_refused_pod_is_reported_and_closes_the_extenders_ledger_entry(
+    feed_daemon: FeedDaemon, pki: Credentials
+) -> None:
+    """The node's state after a refusal names the pod (the stream's message, then the extender's mirror),
+    and the extender's ledger (closing on the agent's report) closes its in-flight placement at once
+    instead of charging the node for it until the TTL."""
+    daemon = feed_daemon.daemon
+    config = FeedConfig(
+        agents=(feed_daemon.address,),
+        ca_file=str(pki.ca_cert),
+        cert_file=str(pki.admin_cert),
+        key_file=str(pki.admin_key),
+    )
+    mirrors = Mirrors(stale_after=60)
+    engine = Engine(mirrors, Ledger(ttl=3600))
+    [big] = parse_pods(pod_yaml("big", "64"))
+
+    async def scenario() -> None:
+        feeds = await start_feeds(config, mirrors)
+        try:
+            await _until(lambda: mirrors.lookup(NODE).mirror is not None)
+            engine.ledger.open(big, NODE, OPENED_BY_PRIORITIZE)
+            assert NODE in engine.ledger.by_node
+            answer = await asyncio.to_thread(admit, daemon, "big", "64")
+            assert not answer.admitted
+            await _until(lambda: engine.ledger.entry(big.uid) is None)
+            mirror = mirrors.lookup(NODE).mirror
+            assert mirror is not None and mirror.refused == frozenset({big.uid})
+            assert engine.ledger.closed[CLOSED_BY_AGENT] == 1
+        finally:
+            await feeds.close()
+
+    asyncio.run(scenario())
+    with client_channel(feed_daemon.address, pki) as channel:
+        stream = pb_grpc.NodeFeedStub(channel).Watch(pb.WatchRequest(), timeout=30)
+        assert list(next_state(stream).refused_pods) == [big.uid]
+        stream.cancel()
 
 
 def test_feed_port_in_use_stops_start_up(

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18kubeletemu/v1/feed.proto\x12\rkubeletemu.v1\"\x1d\n\x0cWatchRequest\x12\r\n\x05nodes\x18\x01 \x03(\t\"u\n\x0fNodeStateUpdate\x12)\n\x05state\x18\x01 \x01(\x0b\x32\x18.kubeletemu.v1.NodeStateH\x00\x12-\n\theartbeat\x18\x02 \x01(\x0b\x32\x18.kubeletemu.v1.HeartbeatH\x00\x42\x08\n\x06update\"N\n\tHeartbeat\x12\x13\n\x0bincarnation\x18\x01 \x01(\t\x12,\n\x05nodes\x18\x02 \x03(\x0b\x32\x1d.kubeletemu.v1.NodeGeneration\"7\n\x0eNodeGeneration\x12\x11\n\tnode_name\x18\x01 \x01(\t\x12\x12\n\ngeneration\x18\x02 \x01(\x04\"\xff\x01\n\tNodeState\x12\x11\n\tnode_name\x18\x01 \x01(\t\x12\x12\n\ngeneration\x18\x02 \x01(\x04\x12\x13\n\x0bincarnation\x18\x03 \x01(\t\x12\x17\n\x0fkubelet_version\x18\x04 \x01(\t\x12\x11\n\thost_json\x18\x05 \x01(\t\x12\x13\n\x0b\x63onfig_json\x18\x06 \x01(\t\x12\x0c\n\x04pods\x18\x07 \x03(\x0c\x12\x11\n\tcpu_state\x18\x08 \x01(\x0c\x12\x14\n\x0cmemory_state\x18\t \x01(\x0c\x12\x14\n\x0c\x64\x65vice_state\x18\n \x01(\x0c\x12(\n\x05hints\x18\x0b \x03(\x0b\x32\x19.kubeletemu.v1.StoredHint\"m\n\nStoredHint\x12\x0f\n\x07pod_uid\x18\x01 \x01(\t\x12\x11\n\tcontainer\x18\x02 \x01(\t\x12\x14\n\x0chas_affinity\x18\x03 \x01(\x08\x12\x12\n\nnuma_nodes\x18\x04 \x03(\x05\x12\x11\n\tpreferred\x18\x05 \x01(\x08\x32R\n\x08NodeFeed\x12\x46\n\x05Watch\x12\x1b.kubeletemu.v1.WatchRequest\x1a\x1e.kubeletemu.v1.NodeStateUpdate0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18kubeletemu/v1/feed.proto\x12\rkubeletemu.v1\"\x1d\n\x0cWatchRequest\x12\r\n\x05nodes\x18\x01 \x03(\t\"u\n\x0fNodeStateUpdate\x12)\n\x05state\x18\x01 \x01(\x0b\x32\x18.kubeletemu.v1.NodeStateH\x00\x12-\n\theartbeat\x18\x02 \x01(\x0b\x32\x18.kubeletemu.v1.HeartbeatH\x00\x42\x08\n\x06update\"N\n\tHeartbeat\x12\x13\n\x0bincarnation\x18\x01 \x01(\t\x12,\n\x05nodes\x18\x02 \x03(\x0b\x32\x1d.kubeletemu.v1.NodeGeneration\"7\n\x0eNodeGeneration\x12\x11\n\tnode_name\x18\x01 \x01(\t\x12\x12\n\ngeneration\x18\x02 \x01(\x04\"\x95\x02\n\tNodeState\x12\x11\n\tnode_name\x18\x01 \x01(\t\x12\x12\n\ngeneration\x18\x02 \x01(\x04\x12\x13\n\x0bincarnation\x18\x03 \x01(\t\x12\x17\n\x0fkubelet_version\x18\x04 \x01(\t\x12\x11\n\thost_json\x18\x05 \x01(\t\x12\x13\n\x0b\x63onfig_json\x18\x06 \x01(\t\x12\x0c\n\x04pods\x18\x07 \x03(\x0c\x12\x11\n\tcpu_state\x18\x08 \x01(\x0c\x12\x14\n\x0cmemory_state\x18\t \x01(\x0c\x12\x14\n\x0c\x64\x65vice_state\x18\n \x01(\x0c\x12(\n\x05hints\x18\x0b \x03(\x0b\x32\x19.kubeletemu.v1.StoredHint\x12\x14\n\x0crefused_pods\x18\x0c \x03(\t\"m\n\nStoredHint\x12\x0f\n\x07pod_uid\x18\x01 \x01(\t\x12\x11\n\tcontainer\x18\x02 \x01(\t\x12\x14\n\x0chas_affinity\x18\x03 \x01(\x08\x12\x12\n\nnuma_nodes\x18\x04 \x03(\x05\x12\x11\n\tpreferred\x18\x05 \x01(\x08\x32R\n\x08NodeFeed\x12\x46\n\x05Watch\x12\x1b.kubeletemu.v1.WatchRequest\x1a\x1e.kubeletemu.v1.NodeStateUpdate0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -40,9 +40,9 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_NODEGENERATION']._serialized_start=273
   _globals['_NODEGENERATION']._serialized_end=328
   _globals['_NODESTATE']._serialized_start=331
-  _globals['_NODESTATE']._serialized_end=586
-  _globals['_STOREDHINT']._serialized_start=588
-  _globals['_STOREDHINT']._serialized_end=697
-  _globals['_NODEFEED']._serialized_start=699
-  _globals['_NODEFEED']._serialized_end=781
+  _globals['_NODESTATE']._serialized_end=608
+  _globals['_STOREDHINT']._serialized_start=610
+  _globals['_STOREDHINT']._serialized_end=719
+  _globals['_NODEFEED']._serialized_start=721
+  _globals['_NODEFEED']._serialized_end=803
 # @@protoc_insertion_point(module_scope)

@@ -37,7 +37,7 @@ class NodeGeneration(_message.Message):
     def __init__(self, node_name: _Optional[str] = ..., generation: _Optional[int] = ...) -> None: ...
 
 class NodeState(_message.Message):
-    __slots__ = ("node_name", "generation", "incarnation", "kubelet_version", "host_json", "config_json", "pods", "cpu_state", "memory_state", "device_state", "hints")
+    __slots__ = ("node_name", "generation", "incarnation", "kubelet_version", "host_json", "config_json", "pods", "cpu_state", "memory_state", "device_state", "hints", "refused_pods")
     NODE_NAME_FIELD_NUMBER: _ClassVar[int]
     GENERATION_FIELD_NUMBER: _ClassVar[int]
     INCARNATION_FIELD_NUMBER: _ClassVar[int]
@@ -49,6 +49,7 @@ class NodeState(_message.Message):
     MEMORY_STATE_FIELD_NUMBER: _ClassVar[int]
     DEVICE_STATE_FIELD_NUMBER: _ClassVar[int]
     HINTS_FIELD_NUMBER: _ClassVar[int]
+    REFUSED_PODS_FIELD_NUMBER: _ClassVar[int]
     node_name: str
     generation: int
     incarnation: str
@@ -60,7 +61,8 @@ class NodeState(_message.Message):
     memory_state: bytes
     device_state: bytes
     hints: _containers.RepeatedCompositeFieldContainer[StoredHint]
-    def __init__(self, node_name: _Optional[str] = ..., generation: _Optional[int] = ..., incarnation: _Optional[str] = ..., kubelet_version: _Optional[str] = ..., host_json: _Optional[str] = ..., config_json: _Optional[str] = ..., pods: _Optional[_Iterable[bytes]] = ..., cpu_state: _Optional[bytes] = ..., memory_state: _Optional[bytes] = ..., device_state: _Optional[bytes] = ..., hints: _Optional[_Iterable[_Union[StoredHint, _Mapping]]] = ...) -> None: ...
+    refused_pods: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, node_name: _Optional[str] = ..., generation: _Optional[int] = ..., incarnation: _Optional[str] = ..., kubelet_version: _Optional[str] = ..., host_json: _Optional[str] = ..., config_json: _Optional[str] = ..., pods: _Optional[_Iterable[bytes]] = ..., cpu_state: _Optional[bytes] = ..., memory_state: _Optional[bytes] = ..., device_state: _Optional[bytes] = ..., hints: _Optional[_Iterable[_Union[StoredHint, _Mapping]]] = ..., refused_pods: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class StoredHint(_message.Message):
     __slots__ = ("pod_uid", "container", "has_affinity", "numa_nodes", "preferred")
