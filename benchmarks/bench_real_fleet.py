@@ -1,7 +1,7 @@
 """The fleet checked against the real thing: a Fleet file on a real cluster and through ``kubeletemu fleet``.
 
 Run: python benchmarks/bench_real_fleet.py [--fleet FILE] [--scheduler default] [--seeds 1 2 3 4 5]
-                                           [--kube-scheduler 1.34]
+                                           [--kube-scheduler 1.34] [--extender]
                                            [--version 1.37] [-o json]
 
 The real side (``tests/realfleet``): etcd, kube-apiserver and kube-controller-manager of the pinned release
@@ -16,6 +16,12 @@ the latencies each real run showed (its bind-to-Running and Failed-to-replacemen
 ``startupLatency`` and ReplicaSet delays): what differs still is not those latencies. Also printed: each
 seed's figures, the wall time and the load average before and after (the real side runs in wall-clock
 time, so a busy machine shows in its latencies).
+
+``--extender``: the real side is kube-scheduler asking ``kubeletemu extender`` (fed by the nodes' mutual-TLS
+feed, docs/extender.md's snippet without ``managedResources``, so every pod is asked about); the simulated
+side is the file's scheduler (``tests/realfleet/fleet-small-exact.yaml``'s ``exact-numa``, the fleet's
+nearest setup: the same exact filter and score, with kube-scheduler's assume cache where the extender keeps
+its ledger).
 """
 
 from __future__ import annotations
@@ -49,6 +55,9 @@ def main() -> int:
         "--kube-scheduler", choices=("newest", KUBE_SCHEDULER_1_34), default="newest",
         help="the real kube-scheduler: the control plane's, or v1.34.7 (the fleet's queue at 1.34 then)",
     )  # fmt: skip
+    parser.add_argument(
+        "--extender", action="store_true", help="the real scheduler asks kubeletemu extender (see above)"
+    )
     parser.add_argument("--seeds", type=int, nargs="*", help="default: the file's matrix.seeds")
     parser.add_argument(
         "--version", help="the pinned Kubernetes minor of the real components (default newest)"
@@ -67,14 +76,14 @@ def main() -> int:
     spec = load_fleet(options.fleet)
     configs = compare.configurations(spec, options.scheduler, options.seeds)
     setup = SchedulerSetup(f"kube-scheduler-{options.scheduler}")
-    label = options.scheduler
+    label = f"kubeletemu extender (simulated: {options.scheduler})" if options.extender else options.scheduler
+    binary = None
     if options.kube_scheduler == KUBE_SCHEDULER_1_34:
         older = scheduler_plugins.ensure()
-        setup = SchedulerSetup(setup.name, older.path(scheduler_plugins.KUBE_SCHEDULER))
+        binary = older.path(scheduler_plugins.KUBE_SCHEDULER)
+        setup = SchedulerSetup(setup.name, binary)
         configs = [dataclasses.replace(c, scheduler_version=KUBE_SCHEDULER_1_34) for c in configs]
-        label = (
-            f"{options.scheduler}, kube-scheduler {scheduler_plugins.SCHEDULER_PLUGINS.kubernetes.kubernetes}"
-        )
+        label = f"{label}, kube-scheduler {scheduler_plugins.SCHEDULER_PLUGINS.kubernetes.kubernetes}"
     # scheduler-plugins' NodeResourceTopologyMatch: its scheduler, and an RTE per node.
     topology_aware = configs[0].nrt_match_args() is not None
     rte = exporters.ensure_all().rte if topology_aware else None
@@ -82,7 +91,11 @@ def main() -> int:
     started = time.monotonic()
     assets = build.ensure(options.version, CLUSTER)
     node_names = [f"{g.name}-{i:03d}" for g in spec.node_groups for i in range(g.count)]
-    cluster = RealCluster.start(assets, options.fleet, node_names, options.manager_arg, rte)
+    cluster = RealCluster.start(
+        assets, options.fleet, node_names, options.manager_arg, rte, extender=options.extender
+    )
+    if options.extender:
+        setup = cluster.extender_setup(binary)
     real = []
     try:
         for config in configs:

@@ -16,18 +16,15 @@ so two 5-CPU pods fit and a third fits no NUMA node.
 
 from __future__ import annotations
 
-import re
 import signal
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.daemon.daemon_process import ignores_sigpipe
-from tests.e2e.test_extender import OPT_IN, docs_scheduler_extender
+from tests.e2e.extender_process import ExtenderProcess, extender_config
+from tests.e2e.test_extender import docs_scheduler_extender
 from tests.e2e.test_extender_nodes import EXACT, five_cpus, unschedulable
 from tests.e2e.test_nodes import NAMESPACE, create, get, nodes_file, phase_of, wait_for
 from tests.e2e.test_nodes_feed import FeedNodesProcess
@@ -37,44 +34,6 @@ from tests.upstream.certs import Credentials, generate
 from tests.upstream.controlplane import ControlPlane, Process
 
 pytestmark = pytest.mark.slow
-
-
-class ExtenderProcess:
-    """``kubeletemu extender`` as the CLI starts it, on a port of its own that survives a restart (the
-    scheduler's configuration names it)."""
-
-    def __init__(self, config: Path, log: Path) -> None:
-        self.config, self.log = config, log
-        self.popen: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> ExtenderProcess:
-        with open(self.log, "ab") as err:
-            self.popen = subprocess.Popen(
-                [sys.executable, "-m", "kubeletemu", "extender", "--config", str(self.config), "--announce"],
-                stdout=subprocess.DEVNULL,
-                stderr=err,
-            )
-        serving = len(re.findall(r"serving https://", self.log.read_text()))
-        wait_for("the extender serving", lambda: self._serving(serving))
-        assert self.popen is not None and ignores_sigpipe(self.popen.pid)
-        return self
-
-    def _serving(self, before: int) -> bool | None:
-        assert self.popen is not None
-        if self.popen.poll() is not None:
-            code = self.popen.returncode
-            raise AssertionError(f"kubeletemu extender exited {code}: {self.log.read_text()}")
-        return True if len(re.findall(r"serving https://", self.log.read_text())) > before else None
-
-    def kill(self) -> None:
-        assert self.popen is not None
-        self.popen.send_signal(signal.SIGKILL)
-        self.popen.wait(30)
-
-    def stop(self) -> None:
-        if self.popen is not None and self.popen.poll() is None:
-            self.popen.terminate()
-            assert self.popen.wait(30) == 0, self.log.read_text()
 
 
 @pytest.fixture
@@ -102,15 +61,7 @@ def extender(
     process, _ = agent
     port, creds, pki = free_port(), cluster.creds, process.pki
     config = tmp_path / "extender.yaml"
-    config.write_text(
-        f"apiVersion: kubeletemu.io/v1alpha1\nkind: Extender\nlisten: 127.0.0.1:{port}\n"
-        "pathPrefix: /kubeletemu\n"
-        f"tls: {{certFile: {creds.serving_cert}, keyFile: {creds.serving_key}, "
-        f"clientCAFile: {creds.ca_cert}}}\n"
-        f"optInResources: [{OPT_IN}]\n"
-        f"feeds:\n- agents: [127.0.0.1:{process.port}]\n"
-        f"  tls: {{caFile: {pki.ca_cert}, certFile: {pki.admin_cert}, keyFile: {pki.admin_key}}}\n"
-    )
+    config.write_text(extender_config(port, creds, process.port, pki))
     extender = ExtenderProcess(config, tmp_path / "extender.log").start()
     entry = docs_scheduler_extender()
     entry["urlPrefix"] = f"https://127.0.0.1:{port}/kubeletemu"

@@ -10,8 +10,10 @@ nodes are empty again (deletion frees what a pod held).
 from __future__ import annotations
 
 import asyncio
+import http.client
 import re
 import shutil
+import ssl
 import tempfile
 import time
 from collections.abc import Sequence
@@ -23,10 +25,16 @@ from hostprobe.synthetic import write_tree
 from kubeletemu.fleet.spec import ConfigurationSpec, load_fleet
 from kubeletemu.nodes.api import ApiError, ApiServer, load_kubeconfig
 from tests.e2e import exporters as ex
+from tests.e2e.extender_process import ExtenderProcess, extender_config
+from tests.e2e.test_extender import docs_scheduler_extender
 from tests.e2e.test_nodes import NodesProcess
+from tests.e2e.test_nodes_feed import FeedNodesProcess
 from tests.e2e.test_scheduler_plugins import PodresourcesNodes
+from tests.feed.test_feed_daemon import free_port
 from tests.realfleet.measure import RealRun
+from tests.upstream import schedulers
 from tests.upstream.build import Assets
+from tests.upstream.certs import Credentials, generate
 from tests.upstream.controlplane import METRICS_OPEN, ControlPlane, Process, read_metrics
 from tests.upstream.exporters import crd_path
 
@@ -34,6 +42,7 @@ NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 NRT = "noderesourcetopologies.topology.node.k8s.io"
 RTE_METHOD = "with-exclusive-resources"  # RTE's default pod-set fingerprint method
 DEFAULT_SCHEDULER = "default-scheduler"
+EXACT_PROFILE = "kubeletemu-exact"  # the profile asking kubeletemu extender
 WAIT_S = 180.0
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{([^}]*)\})?\s+(\S+)$", re.M)
 # kube-controller-manager's own account of how its ReplicaSet controller kept up, per run (differences):
@@ -83,6 +92,8 @@ class RealCluster:
     def __init__(self, plane: ControlPlane, nodes: NodesProcess, manager: Process) -> None:
         self.plane, self.nodes, self.manager = plane, nodes, manager
         self.exporters: list[ex.Exporter] = []
+        self.extender: ExtenderProcess | None = None
+        self.extender_port: int | None = None
         self.runs = 0
 
     @classmethod
@@ -93,23 +104,34 @@ class RealCluster:
         node_names: Sequence[str],
         manager_args: Sequence[str] = (),
         rte: Path | None = None,
+        extender: bool = False,
     ) -> RealCluster:
         """``rte``: resource-topology-exporter's binary, one per node on its podresources socket (the
-        NodeResourceTopology CRD installed first), for the topology-aware setups."""
+        NodeResourceTopology CRD installed first), for the topology-aware setups. ``extender``: the nodes
+        stream their states over a mutual-TLS feed, and ``kubeletemu extender`` mirrors them (its own
+        process, kept across the runs as a deployment keeps it)."""
         plane = ControlPlane.start(assets)
         try:
             manager = plane.start_controller_manager([METRICS_OPEN, *manager_args])
             state = Path(tempfile.mkdtemp(prefix="kubeletemu-realfleet-", dir=plane.workdir))
             sockets = Path(tempfile.mkdtemp(prefix="rf-", dir="/tmp"))  # socket paths stay under 107 bytes
-            nodes: NodesProcess = (
-                PodresourcesNodes(fleet_file, plane.kubeconfig, state / "nodes", sockets)
-                if rte is not None
-                else NodesProcess(fleet_file, plane.kubeconfig, state / "nodes")
-            ).start()
+            feed_pki: Credentials | None = None
+            nodes: NodesProcess
+            if rte is not None:
+                nodes = PodresourcesNodes(fleet_file, plane.kubeconfig, state / "nodes", sockets)
+            elif extender:
+                (state / "feed-pki").mkdir()
+                feed_pki = generate(state / "feed-pki", service_ip="10.96.0.1")
+                nodes = FeedNodesProcess(fleet_file, plane.kubeconfig, state / "nodes", feed_pki, free_port())
+            else:
+                nodes = NodesProcess(fleet_file, plane.kubeconfig, state / "nodes")
+            nodes.start()
             cluster = cls(plane, nodes, manager)
             cluster._wait("every node Ready and schedulable", lambda: cluster._ready(node_names))
             if rte is not None:
                 cluster._start_exporters(rte, fleet_file, state, sockets)
+            if isinstance(nodes, FeedNodesProcess) and feed_pki is not None:
+                cluster._start_extender(state, nodes.port, feed_pki, node_names)
             return cluster
         except BaseException:
             plane.stop()
@@ -136,6 +158,46 @@ class RealCluster:
                 self.exporters.append(exporter.start())
         self._wait("every RTE published", self._published)
 
+    def _start_extender(
+        self, state: Path, feed_port: int, feed_pki: Credentials, names: Sequence[str]
+    ) -> None:
+        port = free_port()
+        config = state / "extender.yaml"
+        config.write_text(extender_config(port, self.plane.creds, feed_port, feed_pki))
+        self.extender = ExtenderProcess(config, self.plane.workdir / "kubeletemu-extender.log").start()
+        self.extender_port = port
+        self._wait("every node mirrored by the extender", lambda: self._mirrored(names))
+
+    def _mirrored(self, names: Sequence[str]) -> bool:
+        assert self.extender_port is not None
+        creds = self.plane.creds
+        context = ssl.create_default_context(cafile=str(creds.ca_cert))
+        context.load_cert_chain(str(creds.admin_cert), str(creds.admin_key))
+        connection = http.client.HTTPSConnection("127.0.0.1", self.extender_port, context=context, timeout=10)
+        try:
+            connection.request("GET", "/metrics")
+            text = connection.getresponse().read().decode()
+        finally:
+            connection.close()
+        return metric_sum(text, "kubeletemu_extender_nodes", 'state="fresh"') >= len(names)
+
+    def extender_setup(self, binary: Path | None = None) -> SchedulerSetup:
+        """kube-scheduler (the control plane's, or ``binary``) with one profile, ``kubeletemu-exact``, and
+        docs/extender.md's extenders entry pointed at this cluster's extender. Without ``managedResources``:
+        the fleet's pods carry no opt-in resource, so the scheduler asks the extender about every pod (the
+        extender passes those with nothing exclusive through untouched)."""
+        assert self.extender_port is not None
+        entry = docs_scheduler_extender()
+        entry.pop("managedResources", None)
+        entry["urlPrefix"] = f"https://127.0.0.1:{self.extender_port}/kubeletemu"
+        creds = self.plane.creds
+        entry["tlsConfig"] = {"caFile": str(creds.ca_cert), "certFile": str(creds.admin_cert),
+                              "keyFile": str(creds.admin_key)}  # fmt: skip
+        config = schedulers.default_config(self.plane.kubeconfig, EXACT_PROFILE)
+        config["extenders"] = [entry]
+        path = schedulers.write(config, self.plane.workdir / f"{EXACT_PROFILE}.config.json")
+        return SchedulerSetup(EXACT_PROFILE, binary, (f"--config={path}",), EXACT_PROFILE)
+
     def _published(self) -> bool:
         for exporter in self.exporters:
             if not exporter.running():
@@ -147,6 +209,8 @@ class RealCluster:
         """Stops everything; ``keep_logs``: copy the components' logs there first."""
         for exporter in self.exporters:
             exporter.stop()
+        if self.extender is not None:
+            self.extender.stop()
         self.nodes.stop()
         if keep_logs is not None:
             keep_logs.mkdir(parents=True, exist_ok=True)
