@@ -218,6 +218,9 @@ def _parse_bool(name: str, value: str) -> bool:
         raise PolicyOptionsError(f'bad value for option "{name}": {err}') from None
 
 
+_WARNED_MAX_NUMA: set[int] = set()
+
+
 def _parse_max_numa(value: str) -> int:
     try:
         count = go_atoi(value)
@@ -230,7 +233,10 @@ def _parse_max_numa(value: str) -> int:
             f'the minimum value of "{MAX_ALLOWABLE_NUMA_NODES}" should not be less than '
             f"{DEFAULT_MAX_ALLOWABLE_NUMA_NODES}"
         )
-    if count > DEFAULT_MAX_ALLOWABLE_NUMA_NODES:
+    if count > DEFAULT_MAX_ALLOWABLE_NUMA_NODES and count not in _WARNED_MAX_NUMA:
+        # The kubelet logs it once, when it starts; the options are parsed again for every node, fork and
+        # restart modelled here, so once per value and process.
+        _WARNED_MAX_NUMA.add(count)
         log.warning(
             "WARNING: the value of max-allowable-numa-nodes is more than the default recommended value; "
             "admission may be slow. value=%d defaultValue=%d",

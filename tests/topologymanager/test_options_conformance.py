@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
 
-from kubeletemu.topologymanager import PolicyOptions, PolicyOptionsError
+from kubeletemu.topologymanager import PolicyOptions, PolicyOptionsError, policy_options
 from kubeletemu.topologymanager.policy_options import (
     OPTION_LEVELS,
     OptionLevel,
@@ -95,3 +96,17 @@ def test_option_levels_match_master() -> None:
         # The KEP-6007 options are this emulator's alpha extension, absent from master.
         upstream -= {"prefer-most-allocated-numa-node", "numa-allocation-strategy", "numa-score-weights"}
         assert upstream == set(master[level]), level
+
+
+def test_more_than_the_default_max_numa_nodes_warns_once_per_value(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kubelet warns when it starts; the options are parsed again for each node, fork and restart
+    modelled, which must not repeat it (an oracle run over thousands of cases printed it each time)."""
+    monkeypatch.setattr(policy_options, "_WARNED_MAX_NUMA", set())  # as in a fresh process
+    caplog.set_level(logging.WARNING, logger="kubeletemu")
+    for _ in range(3):
+        for value in ("13", "14", "13"):
+            PolicyOptions.from_map({"max-allowable-numa-nodes": value}, kubelet_version="1.35")
+    warned = [r.getMessage() for r in caplog.records if "max-allowable-numa-nodes" in r.getMessage()]
+    assert [w.split("value=")[1] for w in warned] == ["13 defaultValue=8", "14 defaultValue=8"]
