@@ -34,12 +34,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kubeletemu.config import parse_config
 from kubeletemu.emulator import NodeEmulator
-from kubeletemu.extender.engine import Engine
-from kubeletemu.extender.ledger import Ledger
-from kubeletemu.extender.mirrors import Mirrors
-from kubeletemu.extender.protocol import encode_filter_result, parse_args
 from kubeletemu.manifest import pod_from_manifest
 from kubeletemu.pod import Pod
+from kubeletemu.scheduler.extender.engine import Engine
+from kubeletemu.scheduler.extender.ledger import Ledger
+from kubeletemu.scheduler.extender.mirrors import Mirrors
+from kubeletemu.scheduler.extender.protocol import encode_filter_result, parse_args
 from kubeletemu.scheduler.live import node_info
 from kubeletemu.scheduler.nrtmatch.filter import filter_pod
 from kubeletemu.scheduler.state_class import state_class

@@ -1,7 +1,7 @@
 """The fleet checked against the real thing: a Fleet file on a real cluster and through ``kubeletemu fleet``.
 
 Run: python benchmarks/bench_real_fleet.py [--fleet FILE] [--scheduler default] [--seeds 1 2 3 4 5]
-                                           [--kube-scheduler 1.34] [--extender]
+                                           [--kube-scheduler 1.34] [--extender [--close-on ttl]]
                                            [--version 1.37] [-o json]
 
 The real side (``tests/realfleet``): etcd, kube-apiserver and kube-controller-manager of the pinned release
@@ -58,6 +58,10 @@ def main() -> int:
     parser.add_argument(
         "--extender", action="store_true", help="the real scheduler asks kubeletemu extender (see above)"
     )
+    parser.add_argument(
+        "--close-on", choices=("agent-report", "ttl"), default="agent-report",
+        help="with --extender: what closes the ledger's entries (its ledger.closeOn)",
+    )  # fmt: skip
     parser.add_argument("--seeds", type=int, nargs="*", help="default: the file's matrix.seeds")
     parser.add_argument(
         "--version", help="the pinned Kubernetes minor of the real components (default newest)"
@@ -76,7 +80,9 @@ def main() -> int:
     spec = load_fleet(options.fleet)
     configs = compare.configurations(spec, options.scheduler, options.seeds)
     setup = SchedulerSetup(f"kube-scheduler-{options.scheduler}")
-    label = f"kubeletemu extender (simulated: {options.scheduler})" if options.extender else options.scheduler
+    label = options.scheduler
+    if options.extender:
+        label = f"kubeletemu extender, closeOn {options.close_on} (simulated: {options.scheduler})"
     binary = None
     if options.kube_scheduler == KUBE_SCHEDULER_1_34:
         older = scheduler_plugins.ensure()
@@ -92,8 +98,9 @@ def main() -> int:
     assets = build.ensure(options.version, CLUSTER)
     node_names = [f"{g.name}-{i:03d}" for g in spec.node_groups for i in range(g.count)]
     cluster = RealCluster.start(
-        assets, options.fleet, node_names, options.manager_arg, rte, extender=options.extender
-    )
+        assets, options.fleet, node_names, options.manager_arg, rte, extender=options.extender,
+        close_on=options.close_on,
+    )  # fmt: skip
     if options.extender:
         setup = cluster.extender_setup(binary)
     real = []

@@ -9,8 +9,8 @@ An error is returned as ``ExtenderBindingResult.Error``: kube-scheduler then unr
 
 from __future__ import annotations
 
-from kubeletemu.extender.protocol import ExtenderBindingArgs, ExtenderBindingResult
 from kubeletemu.nodes.api import ApiError, ApiServer, Unreachable, load_kubeconfig
+from kubeletemu.scheduler.extender.protocol import ExtenderBindingArgs, ExtenderBindingResult
 
 
 class Binder:

@@ -36,9 +36,9 @@ from typing import Any
 
 from kubeletemu.config import fields as read
 from kubeletemu.config.emulator_config import parse_duration
-from kubeletemu.extender.ledger import CLOSING_RULES, DEFAULT_TTL_S, AgentReport
-from kubeletemu.extender.mirrors import DEFAULT_STALE_AFTER_S
-from kubeletemu.extender.protocol import LIMITS
+from kubeletemu.scheduler.extender.ledger import CLOSING_RULES, DEFAULT_TTL_S, AgentReport
+from kubeletemu.scheduler.extender.mirrors import DEFAULT_STALE_AFTER_S
+from kubeletemu.scheduler.extender.protocol import LIMITS
 from kubeletemu.simulate.errors import SimulationError
 from kubeletemu.simulate.spec import one_document, read_text
 

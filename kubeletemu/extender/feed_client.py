@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 
 
 class MirrorSink(Protocol):
-    """What the feed drives (``kubeletemu.extender.mirrors.Mirrors``)."""
+    """What the feed drives (``kubeletemu.scheduler.extender.mirrors.Mirrors``)."""
 
     def apply(
         self, node: str, generation: int, emulator: NodeEmulator, *, refused: Iterable[str] = ()

@@ -19,8 +19,8 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from kubeletemu.extender.ledger import Ledger
-from kubeletemu.extender.mirrors import Mirrors
+from kubeletemu.scheduler.extender.ledger import Ledger
+from kubeletemu.scheduler.extender.mirrors import Mirrors
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 PREFIX = "kubeletemu_extender"

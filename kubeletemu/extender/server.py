@@ -36,12 +36,14 @@ import uvloop
 from aiohttp import web
 
 from kubeletemu.extender.config import ExtenderConfig
-from kubeletemu.extender.engine import Engine
 from kubeletemu.extender.feed_client import Feeds, start_feeds
-from kubeletemu.extender.ledger import CLOSING_RULES, Ledger
 from kubeletemu.extender.metrics import CONTENT_TYPE, ExtenderMetrics
-from kubeletemu.extender.mirrors import FRESH, Mirrors
-from kubeletemu.extender.protocol import (
+from kubeletemu.feed.tls import TLSFileError
+from kubeletemu.logger import get_logger
+from kubeletemu.scheduler.extender.engine import Engine
+from kubeletemu.scheduler.extender.ledger import CLOSING_RULES, Ledger
+from kubeletemu.scheduler.extender.mirrors import FRESH, Mirrors
+from kubeletemu.scheduler.extender.protocol import (
     ExtenderBindingResult,
     ProtocolError,
     encode_binding_result,
@@ -52,8 +54,6 @@ from kubeletemu.extender.protocol import (
     parse_binding_args,
     parse_preemption_args,
 )
-from kubeletemu.feed.tls import TLSFileError
-from kubeletemu.logger import get_logger
 
 log = get_logger("kubeletemu.extender")
 

@@ -16,11 +16,13 @@ from tests.e2e.test_extender import OPT_IN
 from tests.upstream.certs import Credentials
 
 
-def extender_config(port: int, serving: Credentials, feed_port: int, feed_pki: Credentials) -> str:
+def extender_config(
+    port: int, serving: Credentials, feed_port: int, feed_pki: Credentials, extra: str = ""
+) -> str:
     """Serving on ``127.0.0.1:port`` with ``serving``'s certificate, clients checked against its CA (the
     scheduler's client certificate is the control plane's admin one); mirroring the agent at ``feed_port``
-    with ``feed_pki``'s admin certificate."""
-    return (
+    with ``feed_pki``'s admin certificate; ``extra``: more top-level fields (YAML lines)."""
+    return extra + (
         f"apiVersion: kubeletemu.io/v1alpha1\nkind: Extender\nlisten: 127.0.0.1:{port}\n"
         "pathPrefix: /kubeletemu\n"
         f"tls: {{certFile: {serving.serving_cert}, keyFile: {serving.serving_key}, "

@@ -4,17 +4,17 @@ to, a failed binding closes it, and a pod's new Filter closes its old entry."""
 from __future__ import annotations
 
 from kubeletemu.config import Config
-from kubeletemu.extender.engine import Engine
-from kubeletemu.extender.ledger import (
+from kubeletemu.machine import Machine
+from kubeletemu.scheduler.extender.engine import Engine
+from kubeletemu.scheduler.extender.ledger import (
     CLOSED_BY_BIND_ERROR,
     CLOSED_BY_REFILTER,
     OPENED_BY_BIND,
     OPENED_BY_PRIORITIZE,
     Ledger,
 )
-from kubeletemu.extender.mirrors import Mirrors
-from kubeletemu.extender.protocol import ExtenderArgs
-from kubeletemu.machine import Machine
+from kubeletemu.scheduler.extender.mirrors import Mirrors
+from kubeletemu.scheduler.extender.protocol import ExtenderArgs
 from tests.extender.conftest import FakeClock, emulator_with, make_pod
 
 

@@ -5,9 +5,15 @@ mirror holds or refused the pod, or at the TTL."""
 from __future__ import annotations
 
 from kubeletemu.config import Config
-from kubeletemu.extender.ledger import CLOSED_BY_AGENT, CLOSED_BY_TTL, OPENED_BY_PRIORITIZE, Ledger, TTLOnly
-from kubeletemu.extender.mirrors import DISCONNECTED, FRESH, NEVER_REPORTED, STALE, Mirrors
 from kubeletemu.machine import Machine
+from kubeletemu.scheduler.extender.ledger import (
+    CLOSED_BY_AGENT,
+    CLOSED_BY_TTL,
+    OPENED_BY_PRIORITIZE,
+    Ledger,
+    TTLOnly,
+)
+from kubeletemu.scheduler.extender.mirrors import DISCONNECTED, FRESH, NEVER_REPORTED, STALE, Mirrors
 from tests.extender.conftest import FakeClock, emulator_with, make_pod
 
 

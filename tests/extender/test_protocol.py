@@ -8,8 +8,9 @@ import json
 
 import pytest
 
-from kubeletemu.extender.gojson import go_string, marshal
-from kubeletemu.extender.protocol import (
+from kubeletemu.manifest.limits import Limits
+from kubeletemu.scheduler.extender.gojson import go_string, marshal
+from kubeletemu.scheduler.extender.protocol import (
     ExtenderBindingResult,
     ExtenderFilterResult,
     ExtenderPreemptionResult,
@@ -25,7 +26,6 @@ from kubeletemu.extender.protocol import (
     parse_binding_args,
     parse_preemption_args,
 )
-from kubeletemu.manifest.limits import Limits
 from tests.extender.conftest import args_body, pod_manifest
 
 

@@ -1,4 +1,4 @@
-"""kubeletemu's extender protocol (kubeletemu.extender.protocol) against the Go types of
+"""kubeletemu's extender protocol (kubeletemu.scheduler.extender.protocol) against the Go types of
 k8s.io/kube-scheduler/extender/v1 at each pinned version: every golden request (as kube-scheduler's
 HTTPExtender marshals it) parses to the arguments it describes, and every golden reply, written by our
 encoder, is byte for byte what Go's json.Marshal writes and decodes in Go to what the golden reads say."""
@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from kubeletemu.extender.protocol import (
+from kubeletemu.manifest import pod_from_manifest
+from kubeletemu.scheduler.extender.protocol import (
     ExtenderArgs,
     ExtenderBindingArgs,
     ExtenderBindingResult,
@@ -28,7 +29,6 @@ from kubeletemu.extender.protocol import (
     parse_binding_args,
     parse_preemption_args,
 )
-from kubeletemu.manifest import pod_from_manifest
 from tests.extender.golden import GOLDEN_DIR
 from tests.extender.gowire import VERSIONS, built
 from tests.extender.wire_cases import CASES, Case

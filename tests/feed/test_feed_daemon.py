@@ -17,13 +17,13 @@ from kubeletemu._proto.kubeletemu.v1 import admission_pb2 as apb
 from kubeletemu._proto.kubeletemu.v1 import feed_pb2 as pb
 from kubeletemu._proto.kubeletemu.v1 import feed_pb2_grpc as pb_grpc
 from kubeletemu.emulator import NodeEmulator
-from kubeletemu.extender.engine import Engine
 from kubeletemu.extender.feed_client import FeedConfig, start_feeds
-from kubeletemu.extender.ledger import CLOSED_BY_AGENT, OPENED_BY_PRIORITIZE, Ledger
-from kubeletemu.extender.mirrors import Mirrors
 from kubeletemu.feed.state import to_emulator
 from kubeletemu.feed.wire import state_from_message
 from kubeletemu.manifest import parse_pods
+from kubeletemu.scheduler.extender.engine import Engine
+from kubeletemu.scheduler.extender.ledger import CLOSED_BY_AGENT, OPENED_BY_PRIORITIZE, Ledger
+from kubeletemu.scheduler.extender.mirrors import Mirrors
 from tests.daemon.conftest import DEVICES
 from tests.daemon.daemon_process import DaemonProcess
 from tests.nodes import kubelet_config
@@ -247,7 +247,7 @@ def test_feed_without_tls_files_does_not_start(tmp_path: Path, sample_tree: tupl
 
 @dataclass
 class RecordingMirrors:
-    """The Mirrors API the feed drives (kubeletemu.extender.mirrors.Mirrors), recording each call."""
+    """The Mirrors API the feed drives (kubeletemu.scheduler.extender.mirrors), recording each call."""
 
     mirrors: dict[str, tuple[int, NodeEmulator]] = field(default_factory=dict)
     heartbeats: list[str] = field(default_factory=list)

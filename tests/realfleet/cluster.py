@@ -105,11 +105,12 @@ class RealCluster:
         manager_args: Sequence[str] = (),
         rte: Path | None = None,
         extender: bool = False,
+        close_on: str = "agent-report",
     ) -> RealCluster:
         """``rte``: resource-topology-exporter's binary, one per node on its podresources socket (the
         NodeResourceTopology CRD installed first), for the topology-aware setups. ``extender``: the nodes
         stream their states over a mutual-TLS feed, and ``kubeletemu extender`` mirrors them (its own
-        process, kept across the runs as a deployment keeps it)."""
+        process, kept across the runs as a deployment keeps it), its ledger closing entries ``close_on``."""
         plane = ControlPlane.start(assets)
         try:
             manager = plane.start_controller_manager([METRICS_OPEN, *manager_args])
@@ -131,7 +132,7 @@ class RealCluster:
             if rte is not None:
                 cluster._start_exporters(rte, fleet_file, state, sockets)
             if isinstance(nodes, FeedNodesProcess) and feed_pki is not None:
-                cluster._start_extender(state, nodes.port, feed_pki, node_names)
+                cluster._start_extender(state, nodes.port, feed_pki, node_names, close_on)
             return cluster
         except BaseException:
             plane.stop()
@@ -159,11 +160,12 @@ class RealCluster:
         self._wait("every RTE published", self._published)
 
     def _start_extender(
-        self, state: Path, feed_port: int, feed_pki: Credentials, names: Sequence[str]
+        self, state: Path, feed_port: int, feed_pki: Credentials, names: Sequence[str], close_on: str
     ) -> None:
         port = free_port()
         config = state / "extender.yaml"
-        config.write_text(extender_config(port, self.plane.creds, feed_port, feed_pki))
+        ledger = f"ledger: {{closeOn: {close_on}}}\n"
+        config.write_text(extender_config(port, self.plane.creds, feed_port, feed_pki, ledger))
         self.extender = ExtenderProcess(config, self.plane.workdir / "kubeletemu-extender.log").start()
         self.extender_port = port
         self._wait("every node mirrored by the extender", lambda: self._mirrored(names))

@@ -32,8 +32,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from kubeletemu.extender.mirrors import Mirror
 from kubeletemu.pod import Pod
+from kubeletemu.scheduler.extender.mirrors import Mirror
 
 DEFAULT_TTL_S = 60.0
 

@@ -27,7 +27,9 @@ from collections.abc import Collection, Hashable
 from types import MappingProxyType
 
 from kubeletemu.emulator import EmulatorError, NodeEmulator
-from kubeletemu.extender.ledger import (
+from kubeletemu.pod import Pod
+from kubeletemu.scheduler.exact import ExactNUMAFit, Verdict, WouldAdmit
+from kubeletemu.scheduler.extender.ledger import (
     CLOSED_BY_BIND_ERROR,
     CLOSED_BY_REFILTER,
     OPENED_BY_BIND,
@@ -35,8 +37,8 @@ from kubeletemu.extender.ledger import (
     OPENED_BY_PRIORITIZE,
     Ledger,
 )
-from kubeletemu.extender.mirrors import Mirrors
-from kubeletemu.extender.protocol import (
+from kubeletemu.scheduler.extender.mirrors import Mirrors
+from kubeletemu.scheduler.extender.protocol import (
     MAX_EXTENDER_PRIORITY,
     ExtenderArgs,
     ExtenderFilterResult,
@@ -45,8 +47,6 @@ from kubeletemu.extender.protocol import (
     HostPriority,
     MetaVictims,
 )
-from kubeletemu.pod import Pod
-from kubeletemu.scheduler.exact import ExactNUMAFit, Verdict, WouldAdmit
 from kubeletemu.scheduler.framework import NodeInfo
 from kubeletemu.scheduler.nrtcache.exclusive import is_exclusive, is_native_resource
 from kubeletemu.scheduler.objects import Node

@@ -24,12 +24,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubeletemu.extender.gojson import INT64_MAX, INT64_MIN, Struct, marshal, struct_fields
 from kubeletemu.golang import json_kind
 from kubeletemu.manifest import ManifestError, pod_from_manifest
 from kubeletemu.manifest.documents import decode_json
 from kubeletemu.manifest.limits import REQUEST, Limits, clip
 from kubeletemu.pod import Pod
+from kubeletemu.scheduler.extender.gojson import INT64_MAX, INT64_MIN, Struct, marshal, struct_fields
 
 # extender/v1: the range of an extender's scores.
 MIN_EXTENDER_PRIORITY = 0
