@@ -58,6 +58,7 @@ from kubeletemu.fleet.clock import SimClock
 from kubeletemu.fleet.controllers import JobController, PodGC, ReplicaSetController, Slot
 from kubeletemu.fleet.controllers.podgc import GC_CHECK_PERIOD_S
 from kubeletemu.fleet.cycle import KeptRejections
+from kubeletemu.fleet.cycle.extender import EXTENDER, ExtenderSettings, FleetExtender
 from kubeletemu.fleet.distributions import FIXED
 from kubeletemu.fleet.exporters import Exporter, make_exporter
 from kubeletemu.fleet.gc_tuning import fewer_collections
@@ -73,6 +74,7 @@ from kubeletemu.fleet.kubelet import (
     holds_exclusive,
     is_terminated,
 )
+from kubeletemu.fleet.queue.hints import EXTENDER as EXTENDER_PLUGIN
 from kubeletemu.fleet.runlog import RunLog
 from kubeletemu.fleet.scheduler_queue import SchedulerQueue
 from kubeletemu.fleet.scheduling import CachedTopology, ExactScheduler, Scheduler, with_cache_source
@@ -211,6 +213,17 @@ class FleetRun:
         self.overreserve = self.cache if isinstance(self.cache, OverReserve) else None
         self.would_admit = exact.would_admit if exact is not None else None
         self.profile = profile
+        # The extender setup: kubeletemu extender's own code, fed by the nodes' agents (their first full
+        # states before anything runs).
+        self.extender = (
+            FleetExtender(config.extender or ExtenderSettings(), self.clock.now)
+            if config.kind == EXTENDER
+            else None
+        )
+        self._reports_due: set[str] = set()
+        if self.extender is not None:
+            for node in self.nodes:
+                self.extender.report(node.name, node.emulator)
         self.scheduler = exact or Scheduler(
             profile,
             config.percentage_of_nodes_to_score,
@@ -218,6 +231,7 @@ class FleetRun:
             rng=select_rng,
             memo=memo,
             order_rng=order_rng,
+            extender=self.extender,
         )
         self.reservers = [m for m in profile.models if callable(getattr(m, "reserve", None))]
         workload = config.workload
@@ -233,6 +247,8 @@ class FleetRun:
         self.records: dict[str, PodRecord] = {}
         self.slots: list[Slot] = []
         plugins = [m.name for m in profile.filters] + [m.name for m in self.reservers]
+        if self.extender is not None:
+            plugins.append(EXTENDER_PLUGIN)  # the framework's defaultEnqueueExtension for its extenders
         self.queue = self._nrt_events = SchedulerQueue(
             self.clock, config.scheduler_version, plugins, self._wake
         )
@@ -454,7 +470,9 @@ class FleetRun:
         self.store.remove_pod(record.pod.namespace, record.pod.name)
         self.queue.pod_deleted(record.pod)
         if record.node is not None:
-            self.nodes[record.node].kubelet.forget(record.pod)
+            node = self.nodes[record.node]
+            node.kubelet.forget(record.pod)
+            self._agent_reports(node)
         self._observe(record, None)
 
     def _pending_delta(self, delta: int) -> None:
@@ -612,6 +630,7 @@ class FleetRun:
         if self.would_admit is not None:
             self.would_admit.settled(node.name, pod.uid)
         report, swept = node.kubelet.admit(pod, self.clock.now())
+        self._agent_reports(node)
         self.counters.admissions += 1
         if report.admitted:
             record.admitted = True
@@ -680,7 +699,9 @@ class FleetRun:
         admission, or the CPU Manager's next reconcile."""
         pod = record.pod
         kubelet = node.kubelet
-        if kubelet.complete(pod, self.clock.now()) and not kubelet.reconcile_due:
+        holds_cpus = kubelet.complete(pod, self.clock.now())
+        self._agent_reports(node)
+        if holds_cpus and not kubelet.reconcile_due:
             kubelet.reconcile_due = True
             self.clock.after(
                 kubelet.next_reconcile(self.clock.now()) - self.clock.now(), lambda: self._reconcile(node)
@@ -699,8 +720,29 @@ class FleetRun:
         nothing and are not run)."""
         kubelet = node.kubelet
         kubelet.reconcile_due = False
-        if kubelet.reconcile(self.clock.now()) and node.exporter is not None:
+        released = kubelet.reconcile(self.clock.now())
+        if released:
+            self._agent_reports(node)
+        if released and node.exporter is not None:
             node.exporter.state_files_written()
+
+    def _agent_reports(self, node: _Node) -> None:
+        """The node changed: its agent's next report (its feed's poll) reaches the extender ``feedLatency``
+        later with the node's state then; changes before it coalesce into that one report."""
+        extender = self.extender
+        if extender is None or node.name in self._reports_due:
+            return
+        self._reports_due.add(node.name)
+
+        def report() -> None:
+            self._reports_due.discard(node.name)
+            extender.report(node.name, node.emulator)
+
+        latency = extender.settings.feed_latency_s
+        if latency > 0:
+            self.clock.after(latency, report)
+        else:
+            report()
 
     # ---- the run ------------------------------------------------------------------------------------------
 

@@ -46,6 +46,9 @@ schedulers:                      # the setups to compare, by name
   args: {countAssumedPods: true} # WouldAdmit counts assumed pods (bound, not yet admitted); the default
 - name: exact-numa               # the same Filter, scored fewest NUMA nodes then tightest fit (exact state)
   model: exact-numa
+- name: extender                 # the default profile asking kubeletemu extender (its own code, simulated)
+  model: extender
+  args: {weight: 10, closeOn: agent-report, ttl: 60s, feedLatency: 50ms}   # these are the defaults
 workload:
   templates:                     # or trace: FILE (Pod manifests annotated with arrival times)
   - weight: 3                    # one-shot pods of the arrival process, each a slot of its template's
@@ -109,6 +112,7 @@ from kubeletemu.config import Config, ConfigError, load_config, parse_config
 from kubeletemu.config import fields as read
 from kubeletemu.config.emulator_config import parse_duration
 from kubeletemu.config.loader import check_feature_gates
+from kubeletemu.fleet.cycle.extender import EXTENDER, ExtenderSettings
 from kubeletemu.fleet.distributions import (
     EXPONENTIAL,
     FIXED,
@@ -120,6 +124,7 @@ from kubeletemu.fleet.distributions import (
 from kubeletemu.fleet.queue import versions as scheduler_versions
 from kubeletemu.manifest import ManifestError, pod_from_manifest, pods_from_documents
 from kubeletemu.manifest.documents import YAMLSyntaxError, decode_documents
+from kubeletemu.scheduler.extender.ledger import CLOSING_RULES
 from kubeletemu.scheduler.live import FLAVOUR_KOORDLET, FLAVOUR_RTE
 from kubeletemu.scheduler.nrtmatch.args import NodeResourceTopologyMatchArgs
 from kubeletemu.scheduler.nrtmatch.model import NodeResourceTopologyMatch
@@ -296,7 +301,7 @@ class ConfigurationSpec:
 
     name: str
     scheduler: str
-    kind: str  # "profile", "exact" or "exact-numa"
+    kind: str  # "profile", "exact", "exact-numa" or "extender"
     # The KubeSchedulerConfiguration text ("" for the default profile) and the profile's schedulerName.
     scheduler_config: str
     profile: str | None
@@ -314,9 +319,10 @@ class ConfigurationSpec:
     binding: BindingSpec = field(default_factory=BindingSpec)
     count_assumed: bool = True  # an exact setup's WouldAdmit counts assumed pods
     parallelism: int = 1  # kube-scheduler's parallelism: above 1, feasible nodes in a seeded order
+    extender: ExtenderSettings | None = None  # the extender setup's args
 
     def build_profile(self) -> Profile:
-        if self.kind in EXACT_SETUPS or not self.scheduler_config:
+        if self.kind in (*EXACT_SETUPS, EXTENDER) or not self.scheduler_config:
             return default_profile()
         profiles = parse_profiles(self.scheduler_config, f"{self.source}: scheduler {self.scheduler}")
         return profiles[self.profile] if self.profile else next(iter(profiles.values()))
@@ -338,6 +344,7 @@ class _Scheduler:
     profile: str | None
     version: str | None = None  # its own schedulerVersion
     count_assumed: bool = True  # exact setups: args.countAssumedPods
+    extender: ExtenderSettings | None = None  # the extender setup: its args
 
 
 @dataclass(frozen=True)
@@ -384,13 +391,14 @@ class FleetSpec:
     ) -> ConfigurationSpec:
         where = _Where(self.source)
         version = scheduler.version or self.scheduler_version
-        if scheduler.kind in EXACT_SETUPS:
+        if scheduler.kind in (*EXACT_SETUPS, EXTENDER):
             return ConfigurationSpec(
                 name=f"{scheduler.name}/seed={seed}", scheduler=scheduler.name, kind=scheduler.kind,
                 scheduler_config="", profile=None, flavour=FLAVOUR_RTE, cache=None, resync_period_s=None,
                 exporter=None, node_groups=self.node_groups, workload=self.workload, seed=seed,
                 source=self.source, scheduler_version=version, controllers=self.controllers,
                 binding=self.binding, count_assumed=scheduler.count_assumed, parallelism=self.parallelism,
+                extender=scheduler.extender,
             )  # fmt: skip
         document = dict(scheduler.config) if scheduler.config is not None else None
         plugins = _profile_plugins(document, scheduler.profile)
@@ -600,6 +608,25 @@ def duration(where: _Where, path: str, value: Any, *, allow_zero: bool = True) -
     return seconds
 
 
+_EXTENDER_ARGS = ("weight", "closeOn", "ttl", "feedLatency")
+
+
+def _extender_args(where: _Where, path: str, value: Any) -> ExtenderSettings:
+    """The ``extender`` setup's args (kubeletemu.fleet.cycle.extender); each has the default shown above."""
+    args = read.mapping(where, path, value)
+    _known(where, path, args, _EXTENDER_ARGS)
+    defaults = ExtenderSettings()
+    weight = read.integer(where, f"{path}.weight", args.get("weight", defaults.weight))
+    if weight < 1:
+        raise where.error(f"{path}.weight", f"must be positive, got {weight}")
+    close_on = read.string(where, f"{path}.closeOn", args.get("closeOn", defaults.close_on))
+    if close_on not in CLOSING_RULES:
+        raise where.error(f"{path}.closeOn", f"expected one of {', '.join(CLOSING_RULES)}, got {close_on!r}")
+    ttl = duration(where, f"{path}.ttl", args.get("ttl", defaults.ttl_s), allow_zero=False)
+    latency = duration(where, f"{path}.feedLatency", args.get("feedLatency", defaults.feed_latency_s))
+    return ExtenderSettings(weight, close_on, ttl, latency)
+
+
 def _positive_int(where: _Where, path: str, value: Any) -> int:
     number = read.integer(where, path, value)
     if number < 1:
@@ -795,6 +822,10 @@ def _schedulers(where: _Where, base: Path, raw: Any) -> tuple[_Scheduler, ...]:
             model = read.string(where, f"{path}.model", entry["model"])
             if "profile" in entry:
                 raise where.error(f"{path}.profile", "only with config")
+            if model == EXTENDER:
+                settings = _extender_args(where, f"{path}.args", entry.get("args"))
+                out.append(_Scheduler(name, EXTENDER, None, None, version, extender=settings))
+                continue
             if model in (*EXACT_SETUPS, DEFAULT):
                 count_assumed = True
                 if model in EXACT_SETUPS:
@@ -809,7 +840,7 @@ def _schedulers(where: _Where, base: Path, raw: Any) -> tuple[_Scheduler, ...]:
                 out.append(_Scheduler(name, kind, None, None, version, count_assumed))
                 continue
             if model not in MODELS:
-                known = ", ".join([DEFAULT, *EXACT_SETUPS, *MODELS])
+                known = ", ".join([DEFAULT, *EXACT_SETUPS, EXTENDER, *MODELS])
                 raise where.error(f"{path}.model", f"unknown scheduler {model!r}: expected one of {known}")
             args = read.mapping(where, f"{path}.args", entry.get("args"))
             document = {

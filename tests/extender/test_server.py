@@ -171,7 +171,8 @@ async def test_prioritize_opens_the_top_ranked_node(
     assert (await running.verb("filter", args_body(first, ["a", "b"])))["NodeNames"] == ["a", "b"]
     assert running.server.ledger.entry("uid-first") is None  # two nodes fit: Prioritize decides
     scores = await running.verb("prioritize", args_body(first, ["a", "b"]))
-    assert scores == [{"Host": "a", "Score": 10}, {"Host": "b", "Score": 10}]
+    # Equal nodes: the first in the scheduler's order alone gets 10, the other at most 7.
+    assert scores == [{"Host": "a", "Score": 10}, {"Host": "b", "Score": 7}]
     entry = running.server.ledger.entry("uid-first")
     assert entry is not None and entry.node == "a" and entry.opened_by == "prioritize"
     reply = await running.verb("filter", args_body(second, ["a", "b"]))

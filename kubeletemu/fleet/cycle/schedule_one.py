@@ -5,8 +5,11 @@
 
 What is modelled, and how the sequential port stands to the parallel original:
 
-* No PreFilter, extenders, nominated nodes or PostFilter (preemption): the profiles the fleet runs have
-  none, so ``findNodesThatFitPod`` reduces to ``findNodesThatPassFilters`` over all nodes.
+* No PreFilter, nominated nodes or PostFilter (preemption): the profiles the fleet runs have none, so
+  ``findNodesThatFitPod`` reduces to ``findNodesThatPassFilters`` over all nodes, then the extender's
+  Filter on the feasible nodes when there is one (``findNodesThatPassExtenders``, the ``extender`` setup:
+  :mod:`.extender`), whose score joins ``prioritizeNodes``'. A scheduler with an extender keeps no cycle
+  and no node answer across cycles: the extender's answers move with its ledger and mirrors.
 * ``findNodesThatPassFilters`` checks nodes from ``nextStartNodeIndex`` round the list until it holds
   ``numFeasibleNodesToFind`` feasible nodes (1 when the profile has no score plugin). Upstream runs the
   checks on ``parallelism`` goroutines (16 by default) and cancels when a check finds one feasible node
@@ -62,6 +65,7 @@ from kubeletemu.fleet.cycle.diagnosis import (
     NodeStatus,
     fit_error_message,
 )
+from kubeletemu.fleet.cycle.extender import EXTENDER, FleetExtender
 from kubeletemu.fleet.cycle.kept_nodes import KeptRun, NodeEffects, ShapeAnswers, rotate
 from kubeletemu.fleet.cycle.select import (
     HIGHEST_SCORED_NODES_TO_REPORT,
@@ -70,6 +74,7 @@ from kubeletemu.fleet.cycle.select import (
     select_host,
     sorted_heap,
 )
+from kubeletemu.fleet.queue.hints import EXTENDER as EXTENDER_NAME
 from kubeletemu.pod import Pod
 from kubeletemu.scheduler.framework import SUCCESS, UNSCHEDULABLE, NodeInfo, PluginPanic, Status
 from kubeletemu.scheduler.noderesourcesfit import NodeResourcesBalancedAllocation, NodeResourcesFit
@@ -201,6 +206,8 @@ class Scheduler:
     profile_percentage: int | None = None
     # parallelism > 1: the order the goroutines found the feasible nodes in (see _parallel_order).
     order_rng: random.Random | None = None
+    # The extender the scheduler asks after its Filter plugins, and whose scores it adds (None: none).
+    extender: FleetExtender | None = None
 
     def __post_init__(self) -> None:
         versions.check_version(self.version)
@@ -231,6 +238,7 @@ class Scheduler:
         self._keeps_cycles = (
             self.memo
             and self._batch is None
+            and self.extender is None
             and all(id(m) in self._pure or isinstance(m, SideEffects) for m in self.profile.filters)
         )
         self._kept_cycles: dict[Hashable, _KeptCycle] = {}
@@ -387,6 +395,11 @@ class Scheduler:
         if hint is not None:
             # evaluateNominatedNode: the hinted node alone; passing, it is the host (no Score, no rotation).
             status, crashed = self._run_filter_plugins(pod, shape, hint)
+            if status is _PASSED and self.extender is not None:
+                # evaluateNominatedNode asks the extenders about the hinted node too.
+                passed, failed = self.extender.filter(pod, [hint])
+                if not passed:
+                    status = failed[hint.name]
             if status is _PASSED:
                 batch_store = self._batch
                 assert batch_store is not None and now is not None
@@ -395,8 +408,14 @@ class Scheduler:
             if status.rejected:
                 diagnosis.add(hint.name, status)
         feasible, crashes, error = self._find_nodes_that_pass_filters(pod, shape, nodes, diagnosis, answers)
+        evaluated = len(feasible) + len(diagnosis.node_to_status)
+        if self.extender is not None and feasible and error is None:
+            feasible, failed = self.extender.filter(pod, feasible)
+            for name, node_status in failed.items():
+                diagnosis.add(name, node_status)
+            if failed:  # findNodesThatFitPod: the extender joins the rejectors (kubernetes#122019)
+                diagnosis.unschedulable_plugins.add(EXTENDER_NAME)
         statuses = MappingProxyType(diagnosis.node_to_status)
-        evaluated = len(feasible) + len(statuses)
         common: dict[str, Any] = {
             "crashes": crashes,
             "evaluated_nodes": evaluated,
@@ -419,6 +438,15 @@ class Scheduler:
             scores, score_crashes = self._prioritize_nodes(pod, shape, feasible)
         except PluginError as err:
             return CycleOutcome(None, reason=str(err), error=str(err), feasible_nodes=len(feasible), **common)
+        if self.extender is not None:
+            # Asked about every feasible node; its weighted score joins each scored node's total.
+            added = self.extender.prioritize(pod, feasible)
+            scores = [
+                s._replace(
+                    total=s.total + added.get(s.name, 0), scores=(*s.scores, (EXTENDER, added.get(s.name, 0)))
+                )
+                for s in scores
+            ]
         common["crashes"] = crashes + score_crashes
         if not scores:
             reason = "every feasible node crashed in Score"

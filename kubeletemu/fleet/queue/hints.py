@@ -19,6 +19,10 @@ Registrations, as shipped:
   ``pkg/scheduler/plugins/{nodenumaresource,deviceshare}/plugin.go``): ``Pod/Delete`` and their custom
   resource (``noderesourcetopologies.v1alpha1.topology.node.k8s.io``, ``devices.v1alpha1.scheduling.
   koordinator.sh``) ``Add|Update|Delete``; no hint functions.
+* ``Extender`` (kube-scheduler's fake plugin name for its extenders, ``framework.ExtenderName``): a
+  framework with extenders registers ``defaultEnqueueExtension{"Extender"}`` for every resource of
+  ``UnrollWildCardResource`` with ``All`` actions and no hint function (``framework/runtime/framework.go``,
+  v1.33.3 – v1.37.2); the fleet's events are pods' and nodes'.
 * ``WouldAdmit`` (the fleet's ``exact`` predictor; no upstream plugin): the node's own admission changes
   when a pod leaves it or the node changes, so ``Pod/Delete`` and ``Node/Add|UpdateNodeAllocatable``, no
   hint function (a project choice, not a shipped registration).
@@ -56,6 +60,7 @@ NODE_RESOURCE_TOPOLOGY_MATCH = "NodeResourceTopologyMatch"
 NODE_NUMA_RESOURCE = "NodeNUMAResource"
 DEVICE_SHARE = "DeviceShare"
 WOULD_ADMIT = "WouldAdmit"
+EXTENDER = "Extender"  # framework.ExtenderName
 EPHEMERAL_STORAGE = "ephemeral-storage"
 
 
@@ -298,6 +303,18 @@ def would_admit() -> EnqueueExtension:
     )
 
 
+def extender() -> EnqueueExtension:
+    """``defaultEnqueueExtension{ExtenderName}``: every resource, every action, no hint function (the pods
+    and nodes of ``UnrollWildCardResource`` are what the fleet's events touch)."""
+    return EnqueueExtension(
+        EXTENDER,
+        (
+            ClusterEventWithHint(ClusterEvent(ev.POD, ev.ALL)),
+            ClusterEventWithHint(ClusterEvent(ev.NODE, ev.ALL)),
+        ),
+    )
+
+
 def extension_for(plugin: str, version: str, gates: Mapping[str, bool] | None = None) -> EnqueueExtension:
     """The registration of a plugin the fleet models, by its name; a ``ValueError`` for another name."""
     builders: Mapping[str, Callable[[], EnqueueExtension]] = {
@@ -306,6 +323,7 @@ def extension_for(plugin: str, version: str, gates: Mapping[str, bool] | None = 
         NODE_NUMA_RESOURCE: node_numa_resource,
         DEVICE_SHARE: device_share,
         WOULD_ADMIT: would_admit,
+        EXTENDER: extender,
     }
     if plugin not in builders:
         raise ValueError(f"plugin {plugin!r}: no registered events modelled ({', '.join(builders)})")

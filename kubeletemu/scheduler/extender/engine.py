@@ -9,7 +9,8 @@ ledger's in-flight pods admitted on a fork (:mod:`.ledger`), through the same :c
   ``Unschedulable``), else to ``FailedAndUnresolvableNodes``, with the kubelet's ``reason: message``. A node
   whose mirror is missing or stale fails closed in ``FailedAndUnresolvableNodes`` with why.
 * **Prioritize**: ``exact-numa``'s rule (fewest NUMA nodes, then the tightest fit) scaled onto
-  ``0..MaxExtenderPriority``: the best nodes 10, the others ``9·(worst − key) // (worst − best)``; a node
+  ``0..MaxExtenderPriority``: one node 10 (the first best in the scheduler's order), the other
+  best 7, the rest ``6·(worst − key) // (worst − best)`` (see ``_OTHERS_AT_MOST``); a node
   that would not admit the pod, or fails closed, 0.
 * **Preempt**: for each candidate node, admission re-run on a fork with the scheduler's victims removed;
   the nodes where the pod then fits are returned with their victims unchanged (never a node without
@@ -59,6 +60,11 @@ NODE_CACHE_ONLY = (
 # Pods last seen by Filter, by UID: what a Bind (which names only the UID) puts in the ledger.
 _REMEMBERED_PODS = 10_000
 _SHARED_SCORES = 200_000
+# Prioritize's score for every node but the one it picks: at most this, 3 below MaxExtenderPriority. At the
+# documented weight 10 each point counts 100, so the picked node leads by 300 or more, more than the default
+# profile's score plugins can set apart nodes for a pod without affinities, spread constraints or tolerations
+# (NodeResourcesFit and NodeResourcesBalancedAllocation, 100 each at weight 1; ImageLocality 100).
+_OTHERS_AT_MOST = MAX_EXTENDER_PRIORITY - 3
 
 
 def has_exclusive_resources(pod: Pod, ignored: Collection[str] = ()) -> bool:
@@ -144,17 +150,17 @@ class Engine:
             admitted.append(name)
             keys.append(self._score(pod, name))
         scores = dict(
-            zip(
-                admitted,
-                self.numa_fit.normalize_scores(pod, admitted, keys, MAX_EXTENDER_PRIORITY),
-                strict=True,
-            )
+            zip(admitted, self.numa_fit.normalize_scores(pod, admitted, keys, _OTHERS_AT_MOST), strict=True)
         )
-        result = [HostPriority(name, scores.get(name, 0)) for name in names]
         if admitted:
-            top = max(scores.values())
-            self.ledger.open(pod, next(n for n in admitted if scores[n] == top), OPENED_BY_PRIORITIZE)
-        return result
+            # One node alone gets the top score: the first of the best keys in the scheduler's order (which
+            # rotates with its nextStartNodeIndex), so that the node the ledger charges is the one the
+            # scheduler picks (see _OTHERS_AT_MOST).
+            best = min(keys)
+            chosen = admitted[keys.index(best)]
+            scores[chosen] = MAX_EXTENDER_PRIORITY
+            self.ledger.open(pod, chosen, OPENED_BY_PRIORITIZE)
+        return [HostPriority(name, scores.get(name, 0)) for name in names]
 
     # ---- Preempt -------------------------------------------------------------------------------------
 
