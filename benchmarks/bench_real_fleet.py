@@ -19,9 +19,8 @@ time, so a busy machine shows in its latencies).
 
 ``--extender``: the real side is kube-scheduler asking ``kubeletemu extender`` (fed by the nodes' mutual-TLS
 feed, docs/extender.md's snippet without ``managedResources``, so every pod is asked about); the simulated
-side is the file's scheduler (``tests/realfleet/fleet-small-exact.yaml``'s ``exact-numa``, the fleet's
-nearest setup: the same exact filter and score, with kube-scheduler's assume cache where the extender keeps
-its ledger).
+side is the file's scheduler: ``tests/realfleet/fleet-small-extender.yaml``'s ``extender`` (or
+``extender-ttl`` with ``--close-on ttl``), the fleet's ``extender`` setup running the extender's own code.
 """
 
 from __future__ import annotations
