@@ -12,8 +12,29 @@ from pathlib import Path
 
 from tests.daemon.daemon_process import ignores_sigpipe
 from tests.e2e.test_control_plane import _wait_for
-from tests.e2e.test_extender import OPT_IN
+from tests.e2e.test_extender import OPT_IN, docs_scheduler_extender
+from tests.upstream import schedulers
 from tests.upstream.certs import Credentials
+from tests.upstream.controlplane import ControlPlane
+
+
+def scheduler_config_with_extender(
+    plane: ControlPlane, port: int, profile: str, *, managed: bool = True
+) -> Path:
+    """A kube-scheduler configuration file: ``profile`` with docs/extender.md's extenders entry pointed at
+    the extender on ``127.0.0.1:port`` (the control plane's admin certificate as the scheduler's client
+    one); ``managed=False`` drops ``managedResources``, so the scheduler asks about every pod."""
+    entry = docs_scheduler_extender()
+    if not managed:
+        entry.pop("managedResources", None)
+    entry["urlPrefix"] = f"https://127.0.0.1:{port}/kubeletemu"
+    creds = plane.creds
+    entry["tlsConfig"] = {"caFile": str(creds.ca_cert), "certFile": str(creds.admin_cert),
+                          "keyFile": str(creds.admin_key)}  # fmt: skip
+    config = schedulers.default_config(plane.kubeconfig, profile)
+    config["extenders"] = [entry]
+    path: Path = schedulers.write(config, plane.workdir / f"{profile}-{port}.config.json")
+    return path
 
 
 def extender_config(

@@ -23,13 +23,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.extender_process import ExtenderProcess, extender_config
-from tests.e2e.test_extender import docs_scheduler_extender
+from tests.e2e.extender_process import ExtenderProcess, extender_config, scheduler_config_with_extender
 from tests.e2e.test_extender_nodes import EXACT, five_cpus, unschedulable
 from tests.e2e.test_nodes import NAMESPACE, create, get, nodes_file, phase_of, wait_for
 from tests.e2e.test_nodes_feed import FeedNodesProcess
 from tests.feed.test_feed_daemon import free_port
-from tests.upstream import schedulers
 from tests.upstream.certs import Credentials, generate
 from tests.upstream.controlplane import ControlPlane, Process
 
@@ -63,13 +61,7 @@ def extender(
     config = tmp_path / "extender.yaml"
     config.write_text(extender_config(port, creds, process.port, pki))
     extender = ExtenderProcess(config, tmp_path / "extender.log").start()
-    entry = docs_scheduler_extender()
-    entry["urlPrefix"] = f"https://127.0.0.1:{port}/kubeletemu"
-    entry["tlsConfig"] = {"caFile": str(creds.ca_cert), "certFile": str(creds.admin_cert),
-                          "keyFile": str(creds.admin_key)}  # fmt: skip
-    scheduler_config = schedulers.default_config(cluster.kubeconfig, EXACT)
-    scheduler_config["extenders"] = [entry]
-    path = schedulers.write(scheduler_config, cluster.workdir / f"{EXACT}-faults-{port}.config.json")
+    path = scheduler_config_with_extender(cluster, port, EXACT)
     scheduler = cluster.start_scheduler([f"--config={path}"], name=f"{EXACT}-faults-{port}")
     try:
         yield extender, scheduler

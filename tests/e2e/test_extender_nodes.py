@@ -16,9 +16,6 @@ the third fits no NUMA node (2 and 3 left):
 from __future__ import annotations
 
 import json
-import re
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,11 +23,11 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.test_extender import OPT_IN, docs_scheduler_extender
+from tests.e2e.extender_process import ExtenderProcess, extender_config, scheduler_config_with_extender
+from tests.e2e.test_extender import OPT_IN
 from tests.e2e.test_nodes import NAMESPACE, create, get, nodes_file, phase_of, wait_for
 from tests.e2e.test_nodes_feed import FeedNodesProcess
 from tests.feed.test_feed_daemon import free_port
-from tests.upstream import schedulers
 from tests.upstream.certs import Credentials, generate
 from tests.upstream.controlplane import ControlPlane, Process
 
@@ -61,49 +58,21 @@ def nodes(cluster: ControlPlane, tmp_path: Path) -> Iterator[tuple[str, int, Cre
 def extender(cluster: ControlPlane, nodes: tuple[str, int, Credentials], tmp_path: Path) -> Iterator[int]:
     """``kubeletemu extender`` fed by the nodes alone; serving with the control plane's certificates (the
     scheduler's client certificate is the control plane's admin one); its port."""
-    _, port, pki = nodes
-    creds = cluster.creds
+    _, feed_port, pki = nodes
+    port = free_port()
     config = tmp_path / "extender.yaml"
-    config.write_text(
-        "apiVersion: kubeletemu.io/v1alpha1\nkind: Extender\nlisten: 127.0.0.1:0\npathPrefix: /kubeletemu\n"
-        f"tls: {{certFile: {creds.serving_cert}, keyFile: {creds.serving_key}, "
-        f"clientCAFile: {creds.ca_cert}}}\n"
-        f"optInResources: [{OPT_IN}]\n"
-        f"feeds:\n- agents: [127.0.0.1:{port}]\n"
-        f"  tls: {{caFile: {pki.ca_cert}, certFile: {pki.admin_cert}, keyFile: {pki.admin_key}}}\n"
-    )
-    log = tmp_path / "extender.log"
-    with open(log, "wb") as err:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "kubeletemu", "extender", "--config", str(config), "--announce"],
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-        )
-
-    def announced() -> int | None:
-        if process.poll() is not None:
-            raise AssertionError(f"kubeletemu extender exited {process.returncode}: {log.read_text()}")
-        match = re.search(r"serving https://127\.0\.0\.1:(\d+)/kubeletemu", log.read_text())
-        return int(match.group(1)) if match else None
-
+    config.write_text(extender_config(port, cluster.creds, feed_port, pki))
+    process = ExtenderProcess(config, tmp_path / "extender.log").start()
     try:
-        yield wait_for("the extender serving", announced)
+        yield port
     finally:
-        process.terminate()
-        assert process.wait(30) == 0, log.read_text()
+        process.stop()
 
 
 @pytest.fixture
 def exact_scheduler(cluster: ControlPlane, extender: int) -> Iterator[Process]:
     """kube-scheduler 1.37.2 under ``kubeletemu-exact`` with the docs' extenders entry."""
-    entry = docs_scheduler_extender()
-    entry["urlPrefix"] = f"https://127.0.0.1:{extender}/kubeletemu"
-    creds = cluster.creds
-    entry["tlsConfig"] = {"caFile": str(creds.ca_cert), "certFile": str(creds.admin_cert),
-                          "keyFile": str(creds.admin_key)}  # fmt: skip
-    config = schedulers.default_config(cluster.kubeconfig, EXACT)
-    config["extenders"] = [entry]
-    path = schedulers.write(config, cluster.workdir / f"{EXACT}-{extender}.config.json")
+    path = scheduler_config_with_extender(cluster, extender, EXACT)
     process = cluster.start_scheduler([f"--config={path}"], name=f"{EXACT}-{extender}")
     try:
         yield process

@@ -4,6 +4,7 @@ the defaults it documents."""
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import os
 import re
@@ -11,6 +12,7 @@ import signal
 import ssl
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -79,11 +81,12 @@ def test_a_configuration_it_cannot_use_exits_2_with_one_line(
     assert re.fullmatch(line + "\n", result.stderr), result.stderr
 
 
-def test_serves_mutual_tls_until_sigterm(tmp_path: Path, certs: Certs) -> None:
-    path = tmp_path / "extender.yaml"
-    path.write_text(config_text(certs, "readiness: {when: always}\n"))
+@contextlib.contextmanager
+def serving(config: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """``kubeletemu extender --announce`` on ``config``: the process and its announcement line; killed
+    afterwards if the test left it running."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "kubeletemu", "extender", "--config", str(path), "--announce"],
+        [sys.executable, "-m", "kubeletemu", "extender", "--config", str(config), "--announce"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
@@ -92,7 +95,17 @@ def test_serves_mutual_tls_until_sigterm(tmp_path: Path, certs: Certs) -> None:
     )
     try:
         assert process.stderr is not None
-        announced = process.stderr.readline()
+        yield process, process.stderr.readline()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def test_serves_mutual_tls_until_sigterm(tmp_path: Path, certs: Certs) -> None:
+    path = tmp_path / "extender.yaml"
+    path.write_text(config_text(certs, "readiness: {when: always}\n"))
+    with serving(path) as (process, announced):
         match = re.match(
             r"kubeletemu extender serving https://127\.0\.0\.1:(\d+)/kubeletemu \(mutual TLS\)", announced
         )
@@ -109,10 +122,6 @@ def test_serves_mutual_tls_until_sigterm(tmp_path: Path, certs: Certs) -> None:
         assert ignores_sigpipe(process.pid)
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
 
 
 def test_health_and_metrics_without_a_client_certificate_on_health_listen(
@@ -120,17 +129,7 @@ def test_health_and_metrics_without_a_client_certificate_on_health_listen(
 ) -> None:
     path = tmp_path / "extender.yaml"
     path.write_text(config_text(certs, "healthListen: 127.0.0.1:0\nreadiness: {expectedNodes: [w-0]}\n"))
-    process = subprocess.Popen(
-        [sys.executable, "-m", "kubeletemu", "extender", "--config", str(path), "--announce"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=REPO,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    try:
-        assert process.stderr is not None
-        announced = process.stderr.readline()
+    with serving(path) as (process, announced):
         match = re.match(
             r"kubeletemu extender serving https://127\.0\.0\.1:(\d+)/kubeletemu \(mutual TLS\), "
             r"health on http://127\.0\.0\.1:(\d+)\.",
@@ -160,10 +159,6 @@ def test_health_and_metrics_without_a_client_certificate_on_health_listen(
             bare.getresponse()
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
 
 
 def test_the_docs_example_configuration_reads_as_documented() -> None:

@@ -25,14 +25,12 @@ from hostprobe.synthetic import write_tree
 from kubeletemu.fleet.spec import ConfigurationSpec, load_fleet
 from kubeletemu.nodes.api import ApiError, ApiServer, load_kubeconfig
 from tests.e2e import exporters as ex
-from tests.e2e.extender_process import ExtenderProcess, extender_config
-from tests.e2e.test_extender import docs_scheduler_extender
+from tests.e2e.extender_process import ExtenderProcess, extender_config, scheduler_config_with_extender
 from tests.e2e.test_nodes import NodesProcess
 from tests.e2e.test_nodes_feed import FeedNodesProcess
 from tests.e2e.test_scheduler_plugins import PodresourcesNodes
 from tests.feed.test_feed_daemon import free_port
 from tests.realfleet.measure import RealRun
-from tests.upstream import schedulers
 from tests.upstream.build import Assets
 from tests.upstream.certs import Credentials, generate
 from tests.upstream.controlplane import METRICS_OPEN, ControlPlane, Process, read_metrics
@@ -189,15 +187,7 @@ class RealCluster:
         the fleet's pods carry no opt-in resource, so the scheduler asks the extender about every pod (the
         extender passes those with nothing exclusive through untouched)."""
         assert self.extender_port is not None
-        entry = docs_scheduler_extender()
-        entry.pop("managedResources", None)
-        entry["urlPrefix"] = f"https://127.0.0.1:{self.extender_port}/kubeletemu"
-        creds = self.plane.creds
-        entry["tlsConfig"] = {"caFile": str(creds.ca_cert), "certFile": str(creds.admin_cert),
-                              "keyFile": str(creds.admin_key)}  # fmt: skip
-        config = schedulers.default_config(self.plane.kubeconfig, EXACT_PROFILE)
-        config["extenders"] = [entry]
-        path = schedulers.write(config, self.plane.workdir / f"{EXACT_PROFILE}.config.json")
+        path = scheduler_config_with_extender(self.plane, self.extender_port, EXACT_PROFILE, managed=False)
         return SchedulerSetup(EXACT_PROFILE, binary, (f"--config={path}",), EXACT_PROFILE)
 
     def _published(self) -> bool:
