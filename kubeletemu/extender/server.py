@@ -39,6 +39,7 @@ from kubeletemu.extender.config import ExtenderConfig
 from kubeletemu.extender.feed_client import Feeds, start_feeds
 from kubeletemu.extender.metrics import CONTENT_TYPE, ExtenderMetrics
 from kubeletemu.feed.tls import TLSFileError
+from kubeletemu.fleet.gc_tuning import fewer_collections
 from kubeletemu.logger import get_logger
 from kubeletemu.scheduler.extender.engine import Engine
 from kubeletemu.scheduler.extender.ledger import CLOSING_RULES, Ledger
@@ -314,5 +315,8 @@ def run_until_stopped(
         finally:
             await server.stop()
 
-    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+    # The fleet's collector thresholds: with thousands of mirrors the heap's long-lived part is millions of
+    # objects, and at the interpreter's defaults a full collection (728 ms at 5,000 nodes,
+    # benchmarks/bench_extender.py) lands inside a request now and then; at these, none did.
+    with fewer_collections(), asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
         runner.run(main())
