@@ -7,7 +7,10 @@ the admitted pods, the CPU, Memory and Device Managers' states and the Topology 
 ``PredicateAdmitHandler`` takes allocatable and ``maxPods`` only). Two nodes are in one class when all of
 these are equal once pod identities are left out:
 
-- the machine and the configuration, by value;
+- the machine and the configuration, by value, leaving out the emulator's settings that name or place the
+  node rather than decide its admissions (its node name, sockets, directories, feed, logging: each node of
+  a ``kubeletemu nodes`` group or a fleet of daemons has its own); the devices it offers and the kubelet
+  version stay in;
 - the admitted pods in admission order, each by its shape (``pod_shape``: every field but name, UID, node
   and phase) with its stored hints and allocation records;
 - the managers' states as the node feed sends them (:func:`kubeletemu.feed.state.snapshot`), each pod UID
@@ -21,11 +24,15 @@ one answer that reads identity, "already admitted" (``PodExistsError``), is aske
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import weakref
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
+from typing import Any
 
+from kubeletemu.config import Config
+from kubeletemu.config.emulator_config import EmulatorConfiguration
 from kubeletemu.emulator import NodeEmulator
 from kubeletemu.feed.state import NodeStateError, snapshot
 from kubeletemu.scheduler.pod_shape import pod_shape
@@ -66,7 +73,7 @@ def state_class(emulator: NodeEmulator) -> Hashable | None:
     managers = _replace_uids(blob, places)
     return (
         _value_number(emulator.machine),
-        _value_number(emulator.config),
+        _value_number(emulator.config, _admission_view),
         tuple(pods),
         tuple(ended),
         repr(hints),
@@ -74,11 +81,18 @@ def state_class(emulator: NodeEmulator) -> Hashable | None:
     )
 
 
-def _value_number(obj: object) -> int:
+def _admission_view(config: Config) -> Config:
+    """``config`` with only the emulator settings an admission reads (see the module docstring)."""
+    emulator = config.emulator
+    kept = EmulatorConfiguration(devices=emulator.devices, kubelet_version=emulator.kubelet_version)
+    return dataclasses.replace(config, emulator=kept)
+
+
+def _value_number(obj: Any, view: Callable[[Any], object] = lambda value: value) -> int:
     kept = _BY_ID.get(id(obj))
     if kept is not None and kept[0]() is obj:
         return kept[1]
-    number = _VALUES.setdefault(repr(obj), len(_VALUES))
+    number = _VALUES.setdefault(repr(view(obj)), len(_VALUES))
     key = id(obj)
 
     def forget(_: weakref.ref[object]) -> None:

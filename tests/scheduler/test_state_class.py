@@ -10,6 +10,7 @@ CPUs, pinned memory).
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from types import MappingProxyType
 
@@ -137,3 +138,31 @@ def test_a_pod_already_on_a_node_is_refused_there_whatever_its_class_shares(
     assert answers.verdict(held, "twin").admitted
     with pytest.raises(EmulatorError, match="already admitted"):
         answers.verdict(held, "holder")
+
+
+def test_nodes_named_and_placed_apart_share_their_class(bases: list[NodeEmulator]) -> None:
+    """Each member of a ``kubeletemu nodes`` group, or each node's daemon, has its own node name, sockets
+    and directories: none of them decides an admission, so equal nodes still share. The kubelet version
+    does decide, and splits them."""
+    base = bases[0]
+
+    def node(**settings: object) -> NodeEmulator:
+        config = dataclasses.replace(
+            base.config, emulator=dataclasses.replace(base.config.emulator, **settings)
+        )
+        emulator = NodeEmulator(config, base.machine)
+        emulator.admit(pod(f"p-{len(settings)}-{abs(hash(tuple(settings.items()))) % 1000}", "2", "1Gi"))
+        return emulator
+
+    first = node(node_name="worker-000", socket="/run/a.sock", state_dir="/var/lib/a")
+    second = node(node_name="worker-001", socket="/run/b.sock", state_dir="/var/lib/b", log_level="debug")
+    older = node(node_name="worker-002", kubelet_version="1.34")
+    assert state_class(first) == state_class(second)
+    assert state_class(older) != state_class(first)
+    nodes = {"first": first, "second": second, "older": older}
+    shared, own = WouldAdmit(nodes, share=True), WouldAdmit(nodes, memo=False)
+    for k, (cpu, memory) in enumerate(SHAPES):
+        asked = pod(f"q-{k}", cpu, memory)
+        for name in nodes:
+            assert shared.verdict(asked, name) == own.verdict(asked, name), (name, cpu)
+    assert shared.shared_hits == len(SHAPES)  # the second node took the first's answers
