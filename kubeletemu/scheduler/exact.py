@@ -18,9 +18,10 @@ engine's layer.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TypeVar, cast
 
 from kubeletemu.emulator import NodeEmulator
 from kubeletemu.lifecycle.resources import CPU, MEMORY, milli_value, pod_request_list, value
@@ -49,8 +50,9 @@ class Verdict:
     pinned_memory: int = 0
 
 
+T = TypeVar("T")
 _UNKNOWN = object()
-# Answers shared between nodes of one state class, (class, shape) -> Verdict, least recently used dropped.
+# Answers shared between nodes of one state class, (class, key) -> answer, least recently used dropped.
 _SHARED_ANSWERS = 200_000
 
 
@@ -67,6 +69,12 @@ class _Kept:
 
     def current(self, emulator: NodeEmulator) -> bool:
         return self.emulator is emulator and self.version == emulator.state_version
+
+
+def _holds(node: NodeEmulator, pod: Pod) -> bool:
+    """Whether the node already holds the pod's UID or namespace/name: "already admitted" reads the pod's
+    identity, so that answer is the node's own, never another node's."""
+    return pod.uid in node.registry or node.registry.by_name(pod.namespace, pod.name) is not None
 
 
 class WouldAdmit:
@@ -90,7 +98,7 @@ class WouldAdmit:
         self.memo = memo
         self.share = share
         self.shared_hits = 0  # answers taken from another node of the same state class
-        self._shared: OrderedDict[tuple[Hashable, int], Verdict] = OrderedDict()
+        self._shared: OrderedDict[tuple[Hashable, Hashable], object] = OrderedDict()
         self.count_assumed = count_assumed
         self._kept: dict[str, _Kept] = {}
         self.asked = 0  # WouldAdmit calls made (the kept answers saved the rest)
@@ -138,41 +146,48 @@ class WouldAdmit:
             kept = self._kept[node_name] = _Kept(emulator)
         return kept
 
-    def state_class_of(self, node_name: str) -> Hashable | None:
-        """The state class of the node as counted (None: it shares with no node), computed once per state."""
-        emulator = self.emulator(node_name)
-        kept = self._kept_for(node_name, emulator)
-        if kept.state_class is _UNKNOWN:
-            kept.state_class = state_class(emulator)
-        return kept.state_class
-
     def verdict(self, pod: Pod, node_name: str) -> Verdict:
+        return self.kept_answer(node_name, pod_shape(pod), self._ask, pod, _holds)
+
+    def kept_answer(
+        self,
+        node_name: str,
+        key: Hashable,
+        compute: Callable[[NodeEmulator, Pod], T],
+        pod: Pod,
+        own_only: Callable[[NodeEmulator, Pod], bool] | None = None,
+    ) -> T:
+        """``compute(node, pod)`` on the node as counted, for an answer that reads only the node's state and
+        ``key`` (the pod's shape, or a scorer's key with it): kept until the node changes and, with
+        ``share``, taken from another node of the same state class unless ``own_only`` says the node must
+        answer itself (asked only when nothing is kept). ``memo=False``: computed every time."""
         emulator = self.emulator(node_name)
         if not self.memo:
-            return self._ask(emulator, pod)
+            return compute(emulator, pod)
         kept = self._kept_for(node_name, emulator)
-        shape = pod_shape(pod)
-        answer = kept.answers.get(shape)
-        if answer is None:
-            answer = kept.answers[shape] = self._shared_or_ask(kept, emulator, pod, shape)
-        assert isinstance(answer, Verdict)
+        answer = kept.answers.get(key, _UNKNOWN)
+        if answer is not _UNKNOWN:
+            return cast(T, answer)
+        if self.share and (own_only is None or not own_only(emulator, pod)):
+            answer = self._shared_or_compute(kept, key, compute, pod)
+        else:
+            answer = compute(emulator, pod)
+        kept.answers[key] = answer
         return answer
 
-    def _shared_or_ask(self, kept: _Kept, emulator: NodeEmulator, pod: Pod, shape: int) -> Verdict:
-        registry = emulator.registry
-        if not self.share or pod.uid in registry or registry.by_name(pod.namespace, pod.name) is not None:
-            return self._ask(emulator, pod)  # "already admitted" reads identity: the node's own answer
+    def _shared_or_compute(
+        self, kept: _Kept, key: Hashable, compute: Callable[[NodeEmulator, Pod], T], pod: Pod
+    ) -> T:
         if kept.state_class is _UNKNOWN:
-            kept.state_class = state_class(emulator)
+            kept.state_class = state_class(kept.emulator)
         if kept.state_class is None:
-            return self._ask(emulator, pod)
-        key = (kept.state_class, shape)
-        answer = self._shared.get(key)
-        if answer is not None:
+            return compute(kept.emulator, pod)
+        shared_key = (kept.state_class, key)
+        if shared_key in self._shared:
             self.shared_hits += 1
-            self._shared.move_to_end(key)
-            return answer
-        answer = self._shared[key] = self._ask(emulator, pod)
+            self._shared.move_to_end(shared_key)
+            return cast(T, self._shared[shared_key])
+        answer = self._shared[shared_key] = compute(kept.emulator, pod)
         if len(self._shared) > _SHARED_ANSWERS:
             self._shared.popitem(last=False)
         return answer

@@ -24,7 +24,7 @@ passes Filter, scores 0, and keeps its victims. Requests in the non-node-cache f
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Collection, Hashable
+from collections.abc import Collection
 from types import MappingProxyType
 
 from kubeletemu.emulator import EmulatorError, NodeEmulator
@@ -59,7 +59,8 @@ NODE_CACHE_ONLY = (
 )
 # Pods last seen by Filter, by UID: what a Bind (which names only the UID) puts in the ledger.
 _REMEMBERED_PODS = 10_000
-_SHARED_SCORES = 200_000
+# The key ExactNUMAFit's scores are kept under beside the verdicts (WouldAdmit.kept_answer).
+_SCORE = "exact-numa score"
 # Prioritize's score for every node but the one it picks: at most this, 3 below MaxExtenderPriority. At the
 # documented weight 10 each point counts 100, so the picked node leads by 300 or more, more than the default
 # profile's score plugins can set apart nodes for a pod without affinities, spread constraints or tolerations
@@ -98,9 +99,6 @@ class Engine:
         self.numa_fit = ExactNUMAFit(self.would_admit)
         self._pods: OrderedDict[str, Pod] = OrderedDict()
         self._could_preempt: dict[tuple[int, str], tuple[NodeEmulator, int, bool]] = {}
-        self._scores: dict[str, tuple[NodeEmulator, int, dict[int, int]]] = {}
-        # (state class, pod shape) -> score: nodes in equal states score alike (as they answer alike).
-        self._shared_scores: OrderedDict[tuple[Hashable, int], int] = OrderedDict()
 
     # ---- Filter --------------------------------------------------------------------------------------
 
@@ -217,24 +215,12 @@ class Engine:
     def _score(self, pod: Pod, name: str) -> int:
         """ExactNUMAFit's key as one integer, kept per pod shape until the node (as counted) changes: it
         reads only the node's state and the pod's shape, so nodes of one state class share it."""
-        view = self.would_admit.emulator(name)
-        kept = self._scores.get(name)
-        if kept is None or kept[0] is not view or kept[1] != view.state_version:
-            kept = self._scores[name] = (view, view.state_version, {})
-        shape = pod_shape(pod)
-        score = kept[2].get(shape)
-        if score is not None:
-            return score
-        state = self.would_admit.state_class_of(name)
-        shared = None if state is None else self._shared_scores.get((state, shape))
-        if shared is None:
-            shared = self.numa_fit.score(pod, self._node_info(name))
-            if state is not None:
-                self._shared_scores[(state, shape)] = shared
-                if len(self._shared_scores) > _SHARED_SCORES:
-                    self._shared_scores.popitem(last=False)
-        kept[2][shape] = shared
-        return shared
+        return self.would_admit.kept_answer(
+            name,
+            (_SCORE, pod_shape(pod)),
+            lambda _, asked: self.numa_fit.score(asked, self._node_info(name)),
+            pod,
+        )
 
     def _node_info(self, name: str) -> NodeInfo:
         """The node as ExactNUMAFit's fallback reads it (a manager not static): allocatable and pods."""
