@@ -215,34 +215,20 @@ class ExtenderServer:
         context = server_ssl_context(self.config)
         if self.config.bind.enabled and self.binder is None:
             self.binder = _api_binder(self.config)
-        runner = web.AppRunner(self.app(), access_log=None, handle_signals=False)
-        await runner.setup()
-        site = web.TCPSite(runner, self.config.host, self.config.port, ssl_context=context)
-        try:
-            await site.start()
-        except OSError as err:
-            await runner.cleanup()
-            raise StartError(f"listen {self.config.host}:{self.config.port}: {err.strerror or err}") from None
-        self._runner = runner
-        self.port = int(runner.addresses[0][1])  # the port 0 chose, if 0 was asked
-        await self._start_health()
+        config = self.config
+        self._runner = await _listen(self.app(), config.host, config.port, context, "listen")
+        self.port = int(self._runner.addresses[0][1])  # the port 0 chose, if 0 was asked
+        if config.health_host is not None and config.health_port is not None:
+            try:
+                self._health_runner = await _listen(
+                    self.health_app(), config.health_host, config.health_port, None, "healthListen"
+                )
+            except StartError:
+                await self.stop()
+                raise
+            self.health_port = int(self._health_runner.addresses[0][1])
         await self._start_feeds()
         return self.port
-
-    async def _start_health(self) -> None:
-        host, port = self.config.health_host, self.config.health_port
-        if host is None or port is None:
-            return
-        runner = web.AppRunner(self.health_app(), access_log=None, handle_signals=False)
-        await runner.setup()
-        try:
-            await web.TCPSite(runner, host, port).start()
-        except OSError as err:
-            await runner.cleanup()
-            await self.stop()
-            raise StartError(f"healthListen {host}:{port}: {err.strerror or err}") from None
-        self._health_runner = runner
-        self.health_port = int(runner.addresses[0][1])
 
     async def _start_feeds(self) -> None:
         """One :func:`~kubeletemu.extender.feed_client.start_feeds` per ``feeds`` entry, once the server
@@ -266,6 +252,21 @@ class ExtenderServer:
         self._runner = self._health_runner = None
         if self.binder is not None and hasattr(self.binder, "close"):
             await self.binder.close()
+
+
+async def _listen(
+    app: web.Application, host: str, port: int, context: ssl.SSLContext | None, field: str
+) -> web.AppRunner:
+    """``app`` served on ``host:port`` (TLS with ``context``); a :class:`StartError` naming the
+    configuration ``field`` when the address cannot be bound."""
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, host, port, ssl_context=context).start()
+    except OSError as err:
+        await runner.cleanup()
+        raise StartError(f"{field} {host}:{port}: {err.strerror or err}") from None
+    return runner
 
 
 def _api_binder(config: ExtenderConfig) -> Any:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import ssl
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
@@ -320,3 +321,20 @@ async def test_what_cannot_start_says_why(certs: Certs, clock: FakeClock, extra:
             await server.start()
         finally:
             await server.stop()
+
+
+async def test_a_health_address_in_use_stops_the_start_and_frees_the_main_listener(
+    certs: Certs, clock: FakeClock
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        server = ExtenderServer(
+            parse_config(config_text(certs, f"healthListen: 127.0.0.1:{port}\n")), clock=clock
+        )
+        with pytest.raises(StartError, match=re.escape(f"healthListen 127.0.0.1:{port}: ")):
+            await server.start()
+        assert server.port is not None
+        with socket.socket() as again:  # the mutual-TLS listener was closed on the way out
+            again.bind(("127.0.0.1", server.port))

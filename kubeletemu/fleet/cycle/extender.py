@@ -8,9 +8,10 @@ What kube-scheduler does with an extender (``schedule_one.go``, kubernetes v1.36
 * ``findNodesThatPassExtenders``: after the Filter plugins found their feasible nodes (``numFeasibleNodes
   ToFind`` of them, ``nextStartNodeIndex`` moved by those evaluated), the extender filters those. A node it
   fails gets ``Unschedulable`` (``FailedNodes``) or ``UnschedulableAndUnresolvable``
-  (``FailedAndUnresolvableNodes``) with the extender's message and no plugin: a pod rejected by the
-  extender alone has no rejector plugin, so the queue retries it on the next event after its backoff.
-  The nodes it passes keep the extender's order.
+  (``FailedAndUnresolvableNodes``) with the extender's message and no plugin, and when it fails any
+  node the cycle's rejectors gain the fake plugin ``Extender``, whose registration every pod and node event
+  matches (so the queue retries the pod on the next event after its backoff). The nodes it passes keep the
+  extender's order; the same Filter runs on a batch hint (``evaluateNominatedNode``).
 * ``prioritizeNodes`` (not run when one node is feasible): each node's total is the plugins' weighted sum
   plus the extender's score × ``weight`` × ``MaxNodeScore / MaxExtenderPriority`` (10).
 
