@@ -101,6 +101,35 @@ def snapshot(node_name: str, generation: int, emulator: NodeEmulator, incarnatio
     loop, under no await): it reads the managers' live states, not the files on disk."""
     if emulator.machine.host is None:
         raise NodeStateError(f"node {node_name}: a mirror needs the probed host")
+    managers = manager_states(emulator)
+    return NodeState(
+        node_name=node_name,
+        generation=generation,
+        incarnation=incarnation,
+        kubelet_version=emulator.config.emulator.kubelet_version,
+        host=emulator.machine.host,
+        config=emulator.config,
+        pods=tuple(encode_entry(entry) for entry in emulator.registry),
+        cpu_state=managers.cpu_state,
+        memory_state=managers.memory_state,
+        device_state=managers.device_state,
+        hints=managers.hints,
+        refused=tuple(emulator.refused),
+    )
+
+
+@dataclass(frozen=True)
+class ManagerStates:
+    """The managers' states in the feed's one form (see the module docstring) and the stored hints."""
+
+    cpu_state: bytes
+    memory_state: bytes
+    device_state: bytes
+    hints: tuple[StoredHint, ...]
+
+
+def manager_states(emulator: NodeEmulator) -> ManagerStates:
+    """The node's managers' live states as :func:`snapshot` sends them (state classes compare these too)."""
     cm = emulator.cm
     cpu_state = cm.cpus.state
     cpus = {
@@ -124,19 +153,11 @@ def snapshot(node_name: str, generation: int, emulator: NodeEmulator, incarnatio
         for uid, containers in cm.topology.scope.pod_topology_hints.items()
         for name, hint in containers.items()
     )
-    return NodeState(
-        node_name=node_name,
-        generation=generation,
-        incarnation=incarnation,
-        kubelet_version=emulator.config.emulator.kubelet_version,
-        host=emulator.machine.host,
-        config=emulator.config,
-        pods=tuple(encode_entry(entry) for entry in emulator.registry),
+    return ManagerStates(
         cpu_state=json.dumps(cpus).encode(),
         memory_state=marshal_memory(memory, LAYOUT_POD_ENTRIES),
         device_state=marshal_devices(cm.devices.checkpoint()),
         hints=hints,
-        refused=tuple(emulator.refused),
     )
 
 

@@ -13,9 +13,9 @@ these are equal once pod identities are left out:
   version stay in;
 - the admitted pods in admission order, each by its shape (``pod_shape``: every field but name, UID, node
   and phase) with its stored hints and allocation records;
-- the managers' states as the node feed sends them (:func:`kubeletemu.feed.state.snapshot`), each pod UID
-  replaced by its pod's place in that order (an ended pod's by its place among the ended ones), and the
-  checkpoints' checksums (which cover the UIDs) left out.
+- the managers' states as the node feed sends them (:func:`kubeletemu.feed.state.manager_states`), each
+  pod UID replaced by its pod's place in that order (an ended pod's by its place among the ended ones),
+  and the checkpoints' checksums (which cover the UIDs) left out.
 
 A UID the states hold for no pod the node knows stays as it is, so such a node shares with nobody. The
 one answer that reads identity, "already admitted" (``PodExistsError``), is asked of the node itself
@@ -34,7 +34,7 @@ from typing import Any
 from kubeletemu.config import Config
 from kubeletemu.config.emulator_config import EmulatorConfiguration
 from kubeletemu.emulator import NodeEmulator
-from kubeletemu.feed.state import NodeStateError, snapshot
+from kubeletemu.feed.state import manager_states
 from kubeletemu.scheduler.pod_shape import pod_shape
 
 _CHECKSUM = re.compile(rb'"[Cc]hecksum":\s*-?\d+')
@@ -48,10 +48,9 @@ _BY_ID: dict[int, tuple[weakref.ref[object], int]] = {}
 def state_class(emulator: NodeEmulator) -> Hashable | None:
     """The class of ``emulator``'s state now; None when it cannot be told (a machine without its probed
     host: it then shares with no node)."""
-    try:
-        state = snapshot("", 0, emulator)
-    except NodeStateError:
+    if emulator.machine.host is None:  # as a mirror needs it (kubeletemu.feed.state.snapshot)
         return None
+    state = manager_states(emulator)  # what the feed sends of the managers, without the pods' manifests
     places: dict[str, str] = {}
     pods = []
     for index, entry in enumerate(emulator.registry):
